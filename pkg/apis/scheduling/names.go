@@ -1,0 +1,34 @@
+package scheduling
+
+// Names shared by the server, the controller and the webhook. They are part of
+// Muster's public contract and never change.
+const (
+	// PodGroupLabel on a pod names the PodGroup, in the pod's namespace, that the pod belongs to.
+	PodGroupLabel = "scheduling.muster.dev/pod-group"
+	// ManagedLabel marks pods that Muster's webhook has prepared for gang admission.
+	ManagedLabel = "scheduling.muster.dev/managed"
+	// AdmissionGate is the pod scheduling gate that holds a pod until its gang is admitted.
+	AdmissionGate = "scheduling.muster.dev/admission"
+	// TrackingFinalizer keeps a finished pod around until the controller has counted it.
+	TrackingFinalizer = "scheduling.muster.dev/tracking"
+	// PodCleanupFinalizer is put on every PodGroup at creation so that the
+	// controller can release the group's pods before the group goes away.
+	PodCleanupFinalizer = "scheduling.muster.dev/pod-cleanup"
+	// MinCountAnnotation on a pod asks the controller to create its PodGroup
+	// with a gang policy of this minCount when the group does not exist.
+	MinCountAnnotation = "scheduling.muster.dev/min-count"
+	// WorkloadAnnotation on a pod asks the controller to create its PodGroup
+	// with a workloadRef to this Workload (with TemplateAnnotation).
+	WorkloadAnnotation = "scheduling.muster.dev/workload"
+	// TemplateAnnotation names the Workload's pod-group template for WorkloadAnnotation.
+	TemplateAnnotation = "scheduling.muster.dev/template"
+)
+
+// Limits of the API.
+const (
+	// MaxPodGroupTemplates is the most pod-group templates a Workload may hold.
+	MaxPodGroupTemplates = 8
+	// MaxUncountedTerminatedPods caps each list of status.uncountedTerminatedPods,
+	// as KEP-2307 caps a Job's, so that a status write stays small.
+	MaxUncountedTerminatedPods = 500
+)

@@ -1,0 +1,167 @@
+package scheduling
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Workload is a gang-scheduling policy: a set of pod-group templates that
+// PodGroups are created from.
+type Workload struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   WorkloadSpec
+	Status WorkloadStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// WorkloadList is a list of Workloads.
+type WorkloadList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []Workload
+}
+
+// WorkloadSpec is the desired policy of a Workload.
+type WorkloadSpec struct {
+	// ControllerRef names the object that owns this Workload. Immutable once set.
+	ControllerRef *TypedLocalObjectReference
+	// PodGroupTemplates are the groups that make up the workload.
+	PodGroupTemplates []PodGroupTemplate
+}
+
+// TypedLocalObjectReference points at an object in the same namespace.
+type TypedLocalObjectReference struct {
+	APIGroup string
+	Kind     string
+	Name     string
+}
+
+// PodGroupTemplate describes one kind of PodGroup of a Workload.
+type PodGroupTemplate struct {
+	Name             string
+	SchedulingPolicy PodGroupSchedulingPolicy
+	Priority         *int32
+}
+
+// PodGroupSchedulingPolicy is a union: exactly one member is set.
+type PodGroupSchedulingPolicy struct {
+	Basic *BasicSchedulingPolicy
+	Gang  *GangSchedulingPolicy
+}
+
+// BasicSchedulingPolicy admits each pod on its own.
+type BasicSchedulingPolicy struct{}
+
+// GangSchedulingPolicy admits the group once MinCount pods are present.
+type GangSchedulingPolicy struct {
+	MinCount int32
+}
+
+// WorkloadStatus is what the controller has observed of a Workload.
+type WorkloadStatus struct {
+	Conditions         []metav1.Condition
+	ObservedGeneration int64
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PodGroup is one runtime group of pods that is admitted as a whole.
+type PodGroup struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   PodGroupSpec
+	Status PodGroupStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PodGroupList is a list of PodGroups.
+type PodGroupList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []PodGroup
+}
+
+// PodGroupSpec is the desired state of a PodGroup.
+type PodGroupSpec struct {
+	WorkloadRef      *WorkloadReference
+	SchedulingPolicy PodGroupSchedulingPolicy
+	SchedulingGates  []PodGroupSchedulingGate
+	Priority         *int32
+}
+
+// WorkloadReference names a Workload and one of its templates.
+type WorkloadReference struct {
+	WorkloadName string
+	TemplateName string
+}
+
+// PodGroupSchedulingGate holds the whole group back while it is present.
+type PodGroupSchedulingGate struct {
+	Name string
+}
+
+// PodGroupPhase is a summary of a PodGroup's lifecycle, derived by the server.
+type PodGroupPhase string
+
+// The phases of a PodGroup.
+const (
+	PodGroupPending   PodGroupPhase = "Pending"
+	PodGroupGated     PodGroupPhase = "Gated"
+	PodGroupAdmitted  PodGroupPhase = "Admitted"
+	PodGroupRunning   PodGroupPhase = "Running"
+	PodGroupSucceeded PodGroupPhase = "Succeeded"
+	PodGroupFailed    PodGroupPhase = "Failed"
+)
+
+// The condition types of a PodGroup.
+const (
+	// ConditionAdmitted is True once the group's pods have had their admission gates removed.
+	ConditionAdmitted = "Admitted"
+	// ConditionScheduled is True once at least minCount pods were bound to nodes. It stays True.
+	ConditionScheduled = "Scheduled"
+	// ConditionFinished is True once no pod is active; its reason is ReasonSucceeded or ReasonFailed.
+	ConditionFinished = "Finished"
+)
+
+// Reasons of the Finished condition.
+const (
+	ReasonSucceeded = "Succeeded"
+	ReasonFailed    = "Failed"
+)
+
+// PodGroupStatus is the observed state of a PodGroup.
+type PodGroupStatus struct {
+	Conditions []metav1.Condition
+	Phase      PodGroupPhase
+
+	Pods      int32
+	Gated     int32
+	Active    int32
+	Scheduled int32
+	Ready     int32
+	Succeeded int32
+	Failed    int32
+
+	UncountedTerminatedPods *UncountedTerminatedPods
+
+	AdmissionTime      *metav1.Time
+	StartTime          *metav1.Time
+	CompletionTime     *metav1.Time
+	ObservedGeneration int64
+}
+
+// UncountedTerminatedPods holds the UIDs of finished pods whose tracking
+// finalizer is being removed and that are not yet in the counters.
+type UncountedTerminatedPods struct {
+	Succeeded []types.UID
+	Failed    []types.UID
+}

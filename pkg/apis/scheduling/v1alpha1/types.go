@@ -1,0 +1,301 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Workload is a gang-scheduling policy: a set of pod-group templates that
+// PodGroups are created from.
+type Workload struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the policy.
+	Spec WorkloadSpec `json:"spec"`
+
+	// Status is what the controller has observed of this Workload.
+	// +optional
+	Status WorkloadStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// WorkloadList is a list of Workloads.
+type WorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items is the list of Workloads.
+	Items []Workload `json:"items"`
+}
+
+// WorkloadSpec is the desired policy of a Workload.
+type WorkloadSpec struct {
+	// ControllerRef names the object that manages this Workload, such as a
+	// training job. It is optional and immutable once set.
+	// +optional
+	ControllerRef *TypedLocalObjectReference `json:"controllerRef,omitempty"`
+
+	// PodGroupTemplates are the kinds of PodGroup that make up the workload:
+	// 1 to 8 entries with unique names. After creation no entry can be added or
+	// removed, and only an entry's schedulingPolicy may change.
+	// +listType=map
+	// +listMapKey=name
+	PodGroupTemplates []PodGroupTemplate `json:"podGroupTemplates"`
+}
+
+// TypedLocalObjectReference points at an object in the same namespace.
+type TypedLocalObjectReference struct {
+	// APIGroup is the group of the referenced object; empty for the core group.
+	// +optional
+	APIGroup string `json:"apiGroup,omitempty"`
+	// Kind is the kind of the referenced object.
+	Kind string `json:"kind"`
+	// Name is the name of the referenced object.
+	Name string `json:"name"`
+}
+
+// PodGroupTemplate describes one kind of PodGroup of a Workload.
+type PodGroupTemplate struct {
+	// Name identifies the template within the Workload. It is a DNS label.
+	Name string `json:"name"`
+
+	// SchedulingPolicy is copied into PodGroups created from this template.
+	// It may change after creation.
+	SchedulingPolicy PodGroupSchedulingPolicy `json:"schedulingPolicy"`
+
+	// Priority orders the admission of groups; higher goes first.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+}
+
+// PodGroupSchedulingPolicy says how a group is admitted. Exactly one of its
+// members must be set.
+// +union
+type PodGroupSchedulingPolicy struct {
+	// Basic admits every pod of the group on its own, with no gang.
+	// +optional
+	// +unionMember
+	Basic *BasicSchedulingPolicy `json:"basic,omitempty"`
+
+	// Gang admits the group once at least minCount of its pods exist, all at once.
+	// +optional
+	// +unionMember
+	Gang *GangSchedulingPolicy `json:"gang,omitempty"`
+}
+
+// BasicSchedulingPolicy admits each pod on its own.
+type BasicSchedulingPolicy struct{}
+
+// GangSchedulingPolicy admits the group once MinCount pods are present.
+type GangSchedulingPolicy struct {
+	// MinCount is how many pods must exist before any of them is admitted.
+	// It is at least 1 and may change, so that a job can scale.
+	MinCount int32 `json:"minCount"`
+}
+
+// WorkloadStatus is what the controller has observed of a Workload.
+type WorkloadStatus struct {
+	// Conditions are the latest observations of the Workload's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// ObservedGeneration is the generation the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PodGroup is one runtime group of pods, admitted as a whole: none of its pods
+// is released to the scheduler until the gang is complete.
+type PodGroup struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the group.
+	Spec PodGroupSpec `json:"spec"`
+
+	// Status is the observed state of the group, written by the controller.
+	// +optional
+	Status PodGroupStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// PodGroupList is a list of PodGroups.
+type PodGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items is the list of PodGroups.
+	Items []PodGroup `json:"items"`
+}
+
+// PodGroupSpec is the desired state of a PodGroup.
+type PodGroupSpec struct {
+	// WorkloadRef names the Workload and template this group was created from.
+	// It is optional and immutable. When it is set and schedulingPolicy is
+	// empty, the server copies the template's policy on create.
+	// +optional
+	WorkloadRef *WorkloadReference `json:"workloadRef,omitempty"`
+
+	// SchedulingPolicy says how the group is admitted. It is required once
+	// defaulting has run; gang.minCount may change after creation.
+	// +optional
+	SchedulingPolicy PodGroupSchedulingPolicy `json:"schedulingPolicy"`
+
+	// SchedulingGates hold the whole group back: while any remains, the group
+	// is never admitted. They follow the rules of Pod scheduling gates: they can
+	// be set only at creation and afterwards only removed, in any order.
+	// Names are qualified names and unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +patchStrategy=merge
+	// +patchMergeKey=name
+	SchedulingGates []PodGroupSchedulingGate `json:"schedulingGates,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+
+	// Priority orders the admission of groups; higher goes first.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+}
+
+// WorkloadReference names a Workload and one of its templates.
+type WorkloadReference struct {
+	// WorkloadName is the name of a Workload in the PodGroup's namespace.
+	WorkloadName string `json:"workloadName"`
+	// TemplateName is the name of one of that Workload's podGroupTemplates.
+	TemplateName string `json:"templateName"`
+}
+
+// PodGroupSchedulingGate holds the whole group back while it is present.
+type PodGroupSchedulingGate struct {
+	// Name of the gate, a qualified name such as example.com/approval.
+	Name string `json:"name"`
+}
+
+// PodGroupPhase is a summary of a PodGroup's lifecycle.
+// +enum
+type PodGroupPhase string
+
+// The phases of a PodGroup.
+const (
+	// PodGroupPending: the group waits for enough pods.
+	PodGroupPending PodGroupPhase = "Pending"
+	// PodGroupGated: group-level scheduling gates hold the group.
+	PodGroupGated PodGroupPhase = "Gated"
+	// PodGroupAdmitted: the gang was released to the scheduler.
+	PodGroupAdmitted PodGroupPhase = "Admitted"
+	// PodGroupRunning: at least minCount pods were bound to nodes.
+	PodGroupRunning PodGroupPhase = "Running"
+	// PodGroupSucceeded: the group finished with at least minCount pods succeeded.
+	PodGroupSucceeded PodGroupPhase = "Succeeded"
+	// PodGroupFailed: the group finished without enough pods succeeding.
+	PodGroupFailed PodGroupPhase = "Failed"
+)
+
+// The condition types of a PodGroup.
+const (
+	// ConditionAdmitted is True once the admission gates were removed from the group's pods.
+	ConditionAdmitted = "Admitted"
+	// ConditionScheduled is True once at least minCount pods were bound to nodes. Once True it stays True.
+	ConditionScheduled = "Scheduled"
+	// ConditionFinished is True once no pod is active; its reason is ReasonSucceeded or ReasonFailed.
+	ConditionFinished = "Finished"
+)
+
+// Reasons of the Finished condition.
+const (
+	ReasonSucceeded = "Succeeded"
+	ReasonFailed    = "Failed"
+)
+
+// PodGroupStatus is the observed state of a PodGroup.
+type PodGroupStatus struct {
+	// Conditions are Admitted, Scheduled and Finished.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Phase summarises the conditions for kubectl. The server derives it from
+	// the spec and the conditions; a value written by a client is replaced.
+	// +optional
+	Phase PodGroupPhase `json:"phase,omitempty"`
+
+	// Pods is the number of existing pods that carry the group's label.
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
+	// Gated is the number of those pods still held by the admission gate.
+	// +optional
+	Gated int32 `json:"gated,omitempty"`
+	// Active is the number of pods that are neither terminal nor being deleted.
+	// +optional
+	Active int32 `json:"active,omitempty"`
+	// Scheduled is the number of pods bound to a node.
+	// +optional
+	Scheduled int32 `json:"scheduled,omitempty"`
+	// Ready is the number of pods with the Ready condition.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+	// Succeeded is the number of pods that ended successfully, counted exactly
+	// once each, including pods that have since been deleted.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// Failed is the number of pods that ended in failure or were deleted while
+	// running, counted exactly once each.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+
+	// UncountedTerminatedPods holds the UIDs of finished pods whose tracking
+	// finalizer the controller is removing and that are not yet in the
+	// counters (KEP-2307). Each list holds at most 500 UIDs.
+	// +optional
+	UncountedTerminatedPods *UncountedTerminatedPods `json:"uncountedTerminatedPods,omitempty"`
+
+	// AdmissionTime is when the group was admitted.
+	// +optional
+	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
+	// StartTime is when the group was first scheduled.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the group finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// ObservedGeneration is the generation the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// UncountedTerminatedPods holds the UIDs of finished pods that are not yet
+// in the counters.
+type UncountedTerminatedPods struct {
+	// Succeeded holds UIDs of succeeded pods.
+	// +optional
+	// +listType=set
+	Succeeded []types.UID `json:"succeeded,omitempty"`
+	// Failed holds UIDs of failed pods.
+	// +optional
+	// +listType=set
+	Failed []types.UID `json:"failed,omitempty"`
+}

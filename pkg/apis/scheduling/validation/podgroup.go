@@ -1,0 +1,176 @@
+package validation
+
+import (
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// ValidatePodGroup checks a PodGroup on create, after defaulting.
+func ValidatePodGroup(pg *scheduling.PodGroup) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMeta(&pg.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	return append(allErrs, validatePodGroupSpec(&pg.Spec, field.NewPath("spec"))...)
+}
+
+// ValidatePodGroupUpdate checks a PodGroup update: workloadRef is immutable,
+// gates can only be removed, and only gang.minCount may change in the policy.
+func ValidatePodGroupUpdate(pg, old *scheduling.PodGroup) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(&pg.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	specPath := field.NewPath("spec")
+	allErrs = append(allErrs, validatePodGroupSpec(&pg.Spec, specPath)...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(pg.Spec.WorkloadRef, old.Spec.WorkloadRef, specPath.Child("workloadRef"))...)
+	allErrs = append(allErrs, validatePolicyKindUnchanged(&pg.Spec.SchedulingPolicy, &old.Spec.SchedulingPolicy, specPath.Child("schedulingPolicy"))...)
+	allErrs = append(allErrs, validateGatesOnlyRemoved(pg.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
+	return allErrs
+}
+
+// validatePolicyKindUnchanged forbids switching between basic and gang: a
+// running group cannot change what admitting it means, only how many it needs.
+func validatePolicyKindUnchanged(p, old *scheduling.PodGroupSchedulingPolicy, fldPath *field.Path) field.ErrorList {
+	if (p.Gang == nil) != (old.Gang == nil) || (p.Basic == nil) != (old.Basic == nil) {
+		return field.ErrorList{field.Forbidden(fldPath, "cannot switch between basic and gang after creation; only gang.minCount may change")}
+	}
+	return nil
+}
+
+// validateGatesOnlyRemoved applies the rule of Pod scheduling gates (KEP-3521):
+// after creation a gate can be removed, in any order, but none can be added,
+// renamed or re-added.
+func validateGatesOnlyRemoved(gates, old []scheduling.PodGroupSchedulingGate, fldPath *field.Path) field.ErrorList {
+	oldNames := sets.New[string]()
+	for _, g := range old {
+		oldNames.Insert(g.Name)
+	}
+	var allErrs field.ErrorList
+	for i, g := range gates {
+		if !oldNames.Has(g.Name) {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i), fmt.Sprintf("gate %q cannot be added: scheduling gates can only be removed after creation", g.Name)))
+		}
+	}
+	return allErrs
+}
+
+func validatePodGroupSpec(spec *scheduling.PodGroupSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if ref := spec.WorkloadRef; ref != nil {
+		refPath := fldPath.Child("workloadRef")
+		allErrs = append(allErrs, validateDNSSubdomain(ref.WorkloadName, refPath.Child("workloadName"))...)
+		allErrs = append(allErrs, validateDNSLabel(ref.TemplateName, refPath.Child("templateName"))...)
+	}
+	allErrs = append(allErrs, validateSchedulingPolicy(&spec.SchedulingPolicy, fldPath.Child("schedulingPolicy"))...)
+
+	gatesPath := fldPath.Child("schedulingGates")
+	names := sets.New[string]()
+	for i, g := range spec.SchedulingGates {
+		p := gatesPath.Index(i).Child("name")
+		if g.Name == "" {
+			allErrs = append(allErrs, field.Required(p, "gate name is required"))
+			continue
+		}
+		for _, msg := range utilvalidation.IsQualifiedName(g.Name) {
+			allErrs = append(allErrs, field.Invalid(p, g.Name, msg))
+		}
+		if names.Has(g.Name) {
+			allErrs = append(allErrs, field.Duplicate(p, g.Name))
+		}
+		names.Insert(g.Name)
+	}
+	return allErrs
+}
+
+// ValidatePodGroupStatusUpdate checks a write to podgroups/status.
+func ValidatePodGroupStatusUpdate(pg, old *scheduling.PodGroup) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(&pg.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	statusPath := field.NewPath("status")
+	allErrs = append(allErrs, validatePodGroupStatus(&pg.Status, statusPath)...)
+	allErrs = append(allErrs, validatePodGroupStatusTransition(&pg.Status, &old.Status, statusPath)...)
+	return allErrs
+}
+
+func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) field.ErrorList {
+	allErrs := metav1validation.ValidateConditions(s.Conditions, fldPath.Child("conditions"))
+	counters := []struct {
+		name  string
+		value int32
+	}{
+		{"pods", s.Pods}, {"gated", s.Gated}, {"active", s.Active}, {"scheduled", s.Scheduled},
+		{"ready", s.Ready}, {"succeeded", s.Succeeded}, {"failed", s.Failed},
+	}
+	for _, c := range counters {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), fldPath.Child(c.name))...)
+	}
+	// Gated, active, scheduled and ready count existing pods, so none can
+	// exceed pods; a ready pod is a bound one. Succeeded and failed are
+	// cumulative and include deleted pods, so they are not bounded by pods.
+	for _, c := range counters[1:5] {
+		if c.value > s.Pods {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(c.name), c.value, fmt.Sprintf("must be less than or equal to status.pods (%d)", s.Pods)))
+		}
+	}
+	if s.Ready > s.Scheduled {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("ready"), s.Ready, fmt.Sprintf("must be less than or equal to status.scheduled (%d)", s.Scheduled)))
+	}
+	if s.Gated+s.Scheduled > s.Pods {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("gated"), s.Gated, fmt.Sprintf("gated plus scheduled must be less than or equal to status.pods (%d): a gated pod cannot be bound", s.Pods)))
+	}
+	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(s.ObservedGeneration, fldPath.Child("observedGeneration"))...)
+	if u := s.UncountedTerminatedPods; u != nil {
+		allErrs = append(allErrs, validateUncounted(u, fldPath.Child("uncountedTerminatedPods"))...)
+	}
+	if s.CompletionTime != nil && s.StartTime != nil && s.CompletionTime.Before(s.StartTime) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), s.CompletionTime, "must not be before status.startTime"))
+	}
+	return allErrs
+}
+
+func validateUncounted(u *scheduling.UncountedTerminatedPods, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[types.UID]()
+	for _, list := range []struct {
+		name string
+		uids []types.UID
+	}{{"succeeded", u.Succeeded}, {"failed", u.Failed}} {
+		p := fldPath.Child(list.name)
+		if len(list.uids) > scheduling.MaxUncountedTerminatedPods {
+			allErrs = append(allErrs, field.TooMany(p, len(list.uids), scheduling.MaxUncountedTerminatedPods))
+		}
+		for i, uid := range list.uids {
+			switch {
+			case uid == "":
+				allErrs = append(allErrs, field.Required(p.Index(i), "UID must not be empty"))
+			case seen.Has(uid):
+				allErrs = append(allErrs, field.Duplicate(p.Index(i), uid))
+			}
+			seen.Insert(uid)
+		}
+	}
+	return allErrs
+}
+
+// validatePodGroupStatusTransition guards the facts that the controller's
+// crash-safety relies on: counts never go down, admission is recorded once,
+// and Scheduled stays True.
+func validatePodGroupStatusTransition(s, old *scheduling.PodGroupStatus, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if s.Succeeded < old.Succeeded {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("succeeded"), s.Succeeded, fmt.Sprintf("must not decrease (was %d): each finished pod is counted exactly once", old.Succeeded)))
+	}
+	if s.Failed < old.Failed {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("failed"), s.Failed, fmt.Sprintf("must not decrease (was %d): each finished pod is counted exactly once", old.Failed)))
+	}
+	if old.AdmissionTime != nil && !apiequality.Semantic.DeepEqual(s.AdmissionTime, old.AdmissionTime) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("admissionTime"), s.AdmissionTime, "field is immutable once set"))
+	}
+	if scheduling.IsConditionTrue(old.Conditions, scheduling.ConditionScheduled) && !scheduling.IsConditionTrue(s.Conditions, scheduling.ConditionScheduled) {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("conditions"), "condition Scheduled cannot leave True once it is True"))
+	}
+	return allErrs
+}

@@ -1,0 +1,140 @@
+package validation
+
+import (
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// ValidateWorkload checks a Workload on create.
+func ValidateWorkload(w *scheduling.Workload) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMeta(&w.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	return append(allErrs, validateWorkloadSpec(&w.Spec, field.NewPath("spec"))...)
+}
+
+// ValidateWorkloadUpdate checks a Workload update: the template set is fixed
+// and only a template's schedulingPolicy may change.
+func ValidateWorkloadUpdate(w, old *scheduling.Workload) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(&w.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	specPath := field.NewPath("spec")
+	allErrs = append(allErrs, validateWorkloadSpec(&w.Spec, specPath)...)
+
+	if old.Spec.ControllerRef != nil && !apiequality.Semantic.DeepEqual(w.Spec.ControllerRef, old.Spec.ControllerRef) {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("controllerRef"), w.Spec.ControllerRef, "field is immutable once set"))
+	}
+
+	oldByName := make(map[string]*scheduling.PodGroupTemplate, len(old.Spec.PodGroupTemplates))
+	for i := range old.Spec.PodGroupTemplates {
+		oldByName[old.Spec.PodGroupTemplates[i].Name] = &old.Spec.PodGroupTemplates[i]
+	}
+	tplPath := specPath.Child("podGroupTemplates")
+	seen := sets.New[string]()
+	for i := range w.Spec.PodGroupTemplates {
+		t := &w.Spec.PodGroupTemplates[i]
+		seen.Insert(t.Name)
+		o, ok := oldByName[t.Name]
+		if !ok {
+			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "templates cannot be added after creation"))
+			continue
+		}
+		// Everything but the scheduling policy is fixed.
+		tc, oc := *t, *o
+		tc.SchedulingPolicy, oc.SchedulingPolicy = scheduling.PodGroupSchedulingPolicy{}, scheduling.PodGroupSchedulingPolicy{}
+		if !apiequality.Semantic.DeepEqual(tc, oc) {
+			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "only schedulingPolicy may change after creation"))
+		}
+	}
+	for name := range oldByName {
+		if !seen.Has(name) {
+			allErrs = append(allErrs, field.Forbidden(tplPath, "template "+name+" cannot be removed after creation"))
+		}
+	}
+	return allErrs
+}
+
+// ValidateWorkloadStatusUpdate checks a write to workloads/status.
+func ValidateWorkloadStatusUpdate(w, old *scheduling.Workload) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(&w.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	statusPath := field.NewPath("status")
+	allErrs = append(allErrs, metav1validation.ValidateConditions(w.Status.Conditions, statusPath.Child("conditions"))...)
+	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(w.Status.ObservedGeneration, statusPath.Child("observedGeneration"))...)
+	return allErrs
+}
+
+func validateWorkloadSpec(spec *scheduling.WorkloadSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if ref := spec.ControllerRef; ref != nil {
+		allErrs = append(allErrs, validateControllerRef(ref, fldPath.Child("controllerRef"))...)
+	}
+	tplPath := fldPath.Child("podGroupTemplates")
+	switch n := len(spec.PodGroupTemplates); {
+	case n == 0:
+		allErrs = append(allErrs, field.Required(tplPath, "at least one template is required"))
+	case n > scheduling.MaxPodGroupTemplates:
+		allErrs = append(allErrs, field.TooMany(tplPath, n, scheduling.MaxPodGroupTemplates))
+	}
+	names := sets.New[string]()
+	for i := range spec.PodGroupTemplates {
+		t := &spec.PodGroupTemplates[i]
+		p := tplPath.Index(i)
+		allErrs = append(allErrs, validateDNSLabel(t.Name, p.Child("name"))...)
+		if names.Has(t.Name) {
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), t.Name))
+		}
+		names.Insert(t.Name)
+		allErrs = append(allErrs, validateSchedulingPolicy(&t.SchedulingPolicy, p.Child("schedulingPolicy"))...)
+	}
+	return allErrs
+}
+
+func validateControllerRef(ref *scheduling.TypedLocalObjectReference, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if ref.APIGroup != "" {
+		for _, msg := range utilvalidation.IsDNS1123Subdomain(ref.APIGroup) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("apiGroup"), ref.APIGroup, msg))
+		}
+	}
+	if ref.Kind == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("kind"), "kind is required"))
+	} else {
+		for _, msg := range path.ValidatePathSegmentName(ref.Kind, false) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("kind"), ref.Kind, msg))
+		}
+	}
+	if ref.Name == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("name"), "name is required"))
+	} else {
+		for _, msg := range path.ValidatePathSegmentName(ref.Name, false) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("name"), ref.Name, msg))
+		}
+	}
+	return allErrs
+}
+
+func validateDNSLabel(name string, fldPath *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(fldPath, "name is required")}
+	}
+	var allErrs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Label(name) {
+		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
+	}
+	return allErrs
+}
+
+func validateDNSSubdomain(name string, fldPath *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(fldPath, "name is required")}
+	}
+	var allErrs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
+		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
+	}
+	return allErrs
+}

@@ -1,0 +1,156 @@
+// Package podgroup holds the storage and strategies of the podgroups resource.
+package podgroup
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
+)
+
+// podGroupStrategy governs writes to the main podgroups resource.
+type podGroupStrategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+// NewStrategy returns the strategy for the main resource.
+func NewStrategy(typer runtime.ObjectTyper) podGroupStrategy {
+	return podGroupStrategy{typer, names.SimpleNameGenerator}
+}
+
+func (podGroupStrategy) NamespaceScoped() bool { return true }
+
+// GetResetFields says that writes to the main resource never set status.
+func (podGroupStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// PrepareForCreate clears status, starts the generation at 1 and adds the
+// pod-cleanup finalizer, so that the controller always gets to release the
+// group's pods before the group disappears.
+func (podGroupStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	pg := obj.(*scheduling.PodGroup)
+	pg.Status = scheduling.PodGroupStatus{}
+	pg.Generation = 1
+	if !hasFinalizer(pg.Finalizers, scheduling.PodCleanupFinalizer) {
+		pg.Finalizers = append(pg.Finalizers, scheduling.PodCleanupFinalizer)
+	}
+	pg.Status.Phase = scheduling.DerivePhase(pg)
+}
+
+// PrepareForUpdate keeps the stored status and bumps the generation on spec changes only.
+func (podGroupStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	pg, oldPG := obj.(*scheduling.PodGroup), old.(*scheduling.PodGroup)
+	pg.Status = oldPG.Status
+	if !apiequality.Semantic.DeepEqual(pg.Spec, oldPG.Spec) {
+		pg.Generation = oldPG.Generation + 1
+	}
+	// Removing the last group gate moves the phase from Gated to Pending.
+	pg.Status.Phase = scheduling.DerivePhase(pg)
+}
+
+func (podGroupStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidatePodGroup(obj.(*scheduling.PodGroup))
+}
+
+func (podGroupStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+func (podGroupStrategy) Canonicalize(runtime.Object) {}
+
+func (podGroupStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+func (podGroupStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+func (podGroupStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodGroupUpdate(obj.(*scheduling.PodGroup), old.(*scheduling.PodGroup))
+}
+
+func (podGroupStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// podGroupStatusStrategy governs writes to podgroups/status.
+type podGroupStatusStrategy struct {
+	podGroupStrategy
+}
+
+// NewStatusStrategy returns the strategy for the status subresource.
+func NewStatusStrategy(s podGroupStrategy) podGroupStatusStrategy {
+	return podGroupStatusStrategy{s}
+}
+
+// GetResetFields says that status writes never set spec or the metadata
+// that ResetObjectMetaForStatus restores.
+func (podGroupStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "labels"),
+			fieldpath.MakePathOrDie("metadata", "annotations"),
+			fieldpath.MakePathOrDie("metadata", "finalizers"),
+			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
+		),
+	}
+}
+
+// PrepareForUpdate keeps the stored spec and metadata, and derives the phase.
+func (podGroupStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	pg, oldPG := obj.(*scheduling.PodGroup), old.(*scheduling.PodGroup)
+	pg.Spec = oldPG.Spec
+	metav1.ResetObjectMetaForStatus(pg, oldPG)
+	pg.Status.Phase = scheduling.DerivePhase(pg)
+}
+
+func (podGroupStatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodGroupStatusUpdate(obj.(*scheduling.PodGroup), old.(*scheduling.PodGroup))
+}
+
+// GetAttrs returns the labels and the selectable fields of a PodGroup.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	pg, ok := obj.(*scheduling.PodGroup)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a PodGroup: %T", obj)
+	}
+	return labels.Set(pg.Labels), selectableFields(pg), nil
+}
+
+func selectableFields(pg *scheduling.PodGroup) fields.Set {
+	workload := ""
+	if pg.Spec.WorkloadRef != nil {
+		workload = pg.Spec.WorkloadRef.WorkloadName
+	}
+	return generic.AddObjectMetaFieldsSet(fields.Set{
+		v1alpha1.PodGroupWorkloadNameField: workload,
+		v1alpha1.PodGroupPhaseField:        string(pg.Status.Phase),
+	}, &pg.ObjectMeta, true)
+}
+
+// Matcher selects PodGroups by label and field.
+func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
+
+func hasFinalizer(finalizers []string, f string) bool {
+	for _, x := range finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
