@@ -1,0 +1,17 @@
+// Command muster-apiserver serves Muster's scheduling.muster.dev API.
+package main
+
+import (
+	"os"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+
+	"github.com/muster-dev/muster/pkg/cmd/server"
+)
+
+func main() {
+	ctx := genericapiserver.SetupSignalContext()
+	cmd := server.NewCommand(ctx, server.NewOptions(os.Stdout, os.Stderr))
+	os.Exit(cli.Run(cmd))
+}

@@ -1,0 +1,47 @@
+package apiserver
+
+import (
+	"fmt"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+)
+
+// Config is the configuration of muster-apiserver.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+}
+
+// MusterServer is a running muster-apiserver.
+type MusterServer struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+type completedConfig struct {
+	GenericConfig genericapiserver.CompletedConfig
+}
+
+// CompletedConfig is a Config that Complete has filled in.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Complete fills in the fields the generic server derives.
+func (cfg *Config) Complete() CompletedConfig {
+	return CompletedConfig{&completedConfig{GenericConfig: cfg.GenericConfig.Complete()}}
+}
+
+// New builds the server and installs the scheduling.muster.dev group.
+func (c completedConfig) New() (*MusterServer, error) {
+	generic, err := c.GenericConfig.New("muster-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("creating generic server: %w", err)
+	}
+	groupInfo, err := newAPIGroupInfo(c.GenericConfig.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	if err := generic.InstallAPIGroup(groupInfo); err != nil {
+		return nil, fmt.Errorf("installing scheduling.muster.dev: %w", err)
+	}
+	return &MusterServer{GenericAPIServer: generic}, nil
+}

@@ -1,0 +1,152 @@
+// Package server holds muster-apiserver's options and its start command.
+package server
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	netutils "k8s.io/utils/net"
+
+	"github.com/muster-dev/muster/pkg/admission/workloadref"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/apiserver"
+	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+	musteropenapi "github.com/muster-dev/muster/pkg/generated/openapi"
+)
+
+const defaultEtcdPathPrefix = "/registry/scheduling.muster.dev"
+
+// Options are muster-apiserver's command-line options.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// DataDir holds the embedded etcd's data, and in standalone mode the
+	// self-signed certificate and the kubeconfig.
+	DataDir string
+	// Standalone runs the API with no cluster: loopback only, every request
+	// as one local admin.
+	Standalone bool
+	// StandaloneKubeconfig is where standalone mode writes a kubeconfig for
+	// kubectl; empty means <data-dir>/kubeconfig.
+	StandaloneKubeconfig string
+
+	// embeddedEtcdURL is set by Complete when no --etcd-servers was given.
+	embeddedEtcdURL string
+	bindAddressSet  bool
+
+	Stdout, Stderr io.Writer
+}
+
+// NewOptions returns the default options.
+func NewOptions(out, errOut io.Writer) *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(
+			defaultEtcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
+		),
+		DataDir: "muster-data",
+		Stdout:  out,
+		Stderr:  errOut,
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	workloadref.Register(o.RecommendedOptions.Admission.Plugins)
+	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(o.RecommendedOptions.Admission.RecommendedPluginOrder, workloadref.PluginName)
+	return o
+}
+
+// AddFlags adds the generic server flags and Muster's own.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"Directory of the embedded etcd, used when --etcd-servers is empty, and of standalone mode's certificate and kubeconfig.")
+	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
+		"Serve the API with no Kubernetes cluster, for trying it out: binds to loopback only, runs every request as one local admin, "+
+			"and writes a kubeconfig (see --standalone-kubeconfig). Never use it on a shared machine.")
+	fs.StringVar(&o.StandaloneKubeconfig, "standalone-kubeconfig", o.StandaloneKubeconfig,
+		"Where --standalone writes its kubeconfig. Defaults to <data-dir>/kubeconfig.")
+}
+
+// Complete fills in what the flags left open. flagSet tells which flags the
+// user set; it may be nil in tests.
+func (o *Options) Complete(flagSet *pflag.FlagSet) error {
+	if flagSet != nil {
+		o.bindAddressSet = flagSet.Changed("bind-address")
+	}
+	if o.Standalone {
+		o.completeStandalone()
+	}
+	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		url, err := pickEmbeddedEtcdURL()
+		if err != nil {
+			return err
+		}
+		o.embeddedEtcdURL = url
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{url}
+	}
+	return nil
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	errs := o.RecommendedOptions.Validate()
+	if o.Standalone {
+		errs = append(errs, o.validateStandalone()...)
+	}
+	if o.embeddedEtcdURL != "" && o.DataDir == "" {
+		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty (the embedded etcd stores its data there)"))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// Config builds the server configuration from completed, valid options.
+func (o *Options) Config() (*apiserver.Config, error) {
+	if o.Standalone && o.RecommendedOptions.SecureServing.ServerCert.CertKey.CertFile == "" {
+		o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
+	}
+	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
+		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+
+	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		client, err := versioned.NewForConfig(c.LoopbackClientConfig)
+		if err != nil {
+			return nil, fmt.Errorf("creating loopback client: %w", err)
+		}
+		return []admission.PluginInitializer{workloadref.Initializer{Workloads: workloadref.NewClientGetter(client)}}, nil
+	}
+
+	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(musteropenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "Muster"
+	cfg.OpenAPIConfig.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(musteropenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "Muster"
+	cfg.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+
+	if err := o.RecommendedOptions.ApplyTo(cfg); err != nil {
+		return nil, fmt.Errorf("applying options: %w", err)
+	}
+	if o.Standalone {
+		if err := o.applyStandalone(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &apiserver.Config{GenericConfig: cfg}, nil
+}

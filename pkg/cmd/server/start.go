@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// NewCommand returns the muster-apiserver command.
+func NewCommand(ctx context.Context, o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "muster-apiserver",
+		Short: "Serve Muster's gang-admission API (scheduling.muster.dev) as an aggregated API server",
+		Long: "muster-apiserver serves the Workload and PodGroup kinds of scheduling.muster.dev/v1alpha1 " +
+			"from its own etcd. Register it with kube-apiserver as an APIService, or try it with --standalone.",
+		SilenceUsage: true,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(c.Flags()); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return Run(c.Context(), o)
+		},
+	}
+	cmd.SetContext(ctx)
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Run serves the API until ctx ends. Options must be completed and valid.
+func Run(ctx context.Context, o *Options) error {
+	if o.embeddedEtcdURL != "" {
+		if _, err := startEmbeddedEtcd(ctx, o.DataDir, o.embeddedEtcdURL); err != nil {
+			return err
+		}
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		return err
+	}
+	server, err := cfg.Complete().New()
+	if err != nil {
+		return err
+	}
+	if o.Standalone {
+		klog.FromContext(ctx).Info("Running standalone: loopback only, no delegated authentication")
+	}
+	if err := server.GenericAPIServer.PrepareRun().RunWithContext(ctx); err != nil {
+		return fmt.Errorf("serving: %w", err)
+	}
+	return nil
+}
