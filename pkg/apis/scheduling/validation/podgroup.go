@@ -5,6 +5,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -91,6 +92,7 @@ func ValidatePodGroupStatusUpdate(pg, old *scheduling.PodGroup) field.ErrorList 
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&pg.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	allErrs = append(allErrs, validatePodGroupStatus(&pg.Status, statusPath)...)
+	allErrs = append(allErrs, validateStatusAgainstSpec(pg, statusPath)...)
 	allErrs = append(allErrs, validatePodGroupStatusTransition(&pg.Status, &old.Status, statusPath)...)
 	return allErrs
 }
@@ -118,7 +120,8 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 	if s.Ready > s.Scheduled {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("ready"), s.Ready, fmt.Sprintf("must be less than or equal to status.scheduled (%d)", s.Scheduled)))
 	}
-	if s.Gated+s.Scheduled > s.Pods {
+	// Summed in int64 so that two large counters cannot wrap around.
+	if int64(s.Gated)+int64(s.Scheduled) > int64(s.Pods) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("gated"), s.Gated, fmt.Sprintf("gated plus scheduled must be less than or equal to status.pods (%d): a gated pod cannot be bound", s.Pods)))
 	}
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(s.ObservedGeneration, fldPath.Child("observedGeneration"))...)
@@ -127,6 +130,21 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 	}
 	if s.CompletionTime != nil && s.StartTime != nil && s.CompletionTime.Before(s.StartTime) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), s.CompletionTime, "must not be before status.startTime"))
+	}
+	return allErrs
+}
+
+// validateStatusAgainstSpec keeps the conditions true to the spec: a group
+// with gates is never admitted, and a finished group says how it ended.
+func validateStatusAgainstSpec(pg *scheduling.PodGroup, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	condPath := fldPath.Child("conditions")
+	if n := len(pg.Spec.SchedulingGates); n > 0 && scheduling.IsConditionTrue(pg.Status.Conditions, scheduling.ConditionAdmitted) {
+		allErrs = append(allErrs, field.Forbidden(condPath, fmt.Sprintf("condition Admitted cannot be True while spec.schedulingGates holds %d gate(s)", n)))
+	}
+	if c := scheduling.FindCondition(pg.Status.Conditions, scheduling.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue &&
+		c.Reason != scheduling.ReasonSucceeded && c.Reason != scheduling.ReasonFailed {
+		allErrs = append(allErrs, field.NotSupported(condPath, c.Reason, []string{scheduling.ReasonSucceeded, scheduling.ReasonFailed}))
 	}
 	return allErrs
 }
