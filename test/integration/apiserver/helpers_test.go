@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
@@ -46,5 +45,3 @@ func gangTemplate(name string, minCount int32, priority *int32) v1alpha1.PodGrou
 		Priority:         priority,
 	}
 }
-
-var _ = ptr.To[int32]

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,25 +31,50 @@ type Server struct {
 	Kubeconfig string
 }
 
+// Options tune StartServerWith.
+type Options struct {
+	// EmbeddedEtcd leaves --etcd-servers empty, so that the server starts
+	// its own embedded etcd under DataDir, as it does in production.
+	EmbeddedEtcd bool
+	// DataDir is --data-dir; empty means a fresh temporary directory.
+	DataDir string
+}
+
 // StartServer runs muster-apiserver in standalone mode against a fresh etcd.
 // Everything it starts is stopped by t.Cleanup.
 func StartServer(t testing.TB) *Server {
+	return StartServerWith(t, Options{})
+}
+
+// StartServerWith is StartServer with options.
+func StartServerWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	etcdCfg := testserver.NewTestConfig(t)
-	testserver.RunEtcd(t, etcdCfg)
+	var etcdServers []string
+	if !opts.EmbeddedEtcd {
+		etcdCfg := testserver.NewTestConfig(t)
+		testserver.RunEtcd(t, etcdCfg)
+		etcdServers = []string{etcdCfg.ListenClientUrls[0].String()}
+	}
 
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listening: %v", err)
 	}
-	dir := t.TempDir()
+	dir := opts.DataDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	o := server.NewOptions(nil, nil)
 	o.Standalone = true
 	o.DataDir = dir
 	o.StandaloneKubeconfig = filepath.Join(dir, "kubeconfig")
-	o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{etcdCfg.ListenClientUrls[0].String()}
+	o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = etcdServers
 	o.RecommendedOptions.SecureServing.Listener = listener
 	o.RecommendedOptions.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+	// A kubeconfig left by an earlier run names an old port.
+	if err := os.Remove(o.StandaloneKubeconfig); err != nil && !os.IsNotExist(err) {
+		t.Fatalf("removing old kubeconfig: %v", err)
+	}
 	if err := o.Complete(nil); err != nil {
 		t.Fatalf("completing options: %v", err)
 	}

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestStandaloneBindsLoopbackOnly checks that standalone mode defaults to
+// 127.0.0.1 and refuses any address that is not loopback.
+func TestStandaloneBindsLoopbackOnly(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+		wantIP  string
+	}{
+		{name: "default is 127.0.0.1", args: []string{"--standalone"}, wantIP: "127.0.0.1"},
+		{name: "explicit loopback is accepted", args: []string{"--standalone", "--bind-address=127.0.0.2"}, wantIP: "127.0.0.2"},
+		{name: "IPv6 loopback is accepted", args: []string{"--standalone", "--bind-address=::1"}, wantIP: "::1"},
+		{name: "all interfaces are refused", args: []string{"--standalone", "--bind-address=0.0.0.0"}, wantErr: "binds to loopback only: --bind-address=0.0.0.0"},
+		{name: "a routable address is refused", args: []string{"--standalone", "--bind-address=10.1.2.3"}, wantErr: "binds to loopback only: --bind-address=10.1.2.3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions(nil, nil)
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			args := append(tc.args, "--etcd-servers=http://127.0.0.1:2379", "--data-dir="+t.TempDir())
+			if err := fs.Parse(args); err != nil {
+				t.Fatalf("parsing flags: %v", err)
+			}
+			if err := o.Complete(fs); err != nil {
+				t.Fatalf("complete: %v", err)
+			}
+			err := o.Validate()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("validate = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("validate: %v", err)
+			}
+			if got := o.RecommendedOptions.SecureServing.BindAddress.String(); got != tc.wantIP {
+				t.Errorf("bind address = %s, want %s", got, tc.wantIP)
+			}
+		})
+	}
+}
+
+// TestStandaloneDropsDelegation checks that standalone mode asks the cluster
+// for nothing: no delegated authentication or authorization, no core client.
+func TestStandaloneDropsDelegation(t *testing.T) {
+	o := NewOptions(nil, nil)
+	o.Standalone = true
+	if err := o.Complete(nil); err != nil {
+		t.Fatal(err)
+	}
+	ro := o.RecommendedOptions
+	if ro.Authentication != nil || ro.Authorization != nil || ro.CoreAPI != nil || ro.Admission != nil || ro.Features.EnablePriorityAndFairness {
+		t.Errorf("standalone kept cluster dependencies: authn=%v authz=%v core=%v admission=%v apf=%v",
+			ro.Authentication != nil, ro.Authorization != nil, ro.CoreAPI != nil, ro.Admission != nil, ro.Features.EnablePriorityAndFairness)
+	}
+}
+
+// TestNormalModeDelegates checks that without --standalone the server keeps
+// delegated authentication and authorization and the admission chain.
+func TestNormalModeDelegates(t *testing.T) {
+	o := NewOptions(nil, nil)
+	if err := o.Complete(nil); err != nil {
+		t.Fatal(err)
+	}
+	ro := o.RecommendedOptions
+	if ro.Authentication == nil || ro.Authorization == nil || ro.CoreAPI == nil || ro.Admission == nil {
+		t.Fatalf("normal mode lost delegation: authn=%v authz=%v core=%v admission=%v",
+			ro.Authentication != nil, ro.Authorization != nil, ro.CoreAPI != nil, ro.Admission != nil)
+	}
+	if len(ro.Etcd.StorageConfig.Transport.ServerList) != 1 || !strings.HasPrefix(ro.Etcd.StorageConfig.Transport.ServerList[0], "http://127.0.0.1:") {
+		t.Errorf("with no --etcd-servers the embedded etcd URL = %v, want a loopback URL", ro.Etcd.StorageConfig.Transport.ServerList)
+	}
+}
