@@ -42,6 +42,9 @@ type Options struct {
 	// kubectl; empty means <data-dir>/kubeconfig.
 	StandaloneKubeconfig string
 
+	// Controller configures the embedded gang-admission controller.
+	Controller *ControllerOptions
+
 	// embeddedEtcdURL is set by Complete when no --etcd-servers was given.
 	embeddedEtcdURL string
 	bindAddressSet  bool
@@ -56,9 +59,10 @@ func NewOptions(out, errOut io.Writer) *Options {
 			defaultEtcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
 		),
-		DataDir: "muster-data",
-		Stdout:  out,
-		Stderr:  errOut,
+		DataDir:    "muster-data",
+		Controller: NewControllerOptions(),
+		Stdout:     out,
+		Stderr:     errOut,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -77,6 +81,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"and writes a kubeconfig (see --standalone-kubeconfig). Never use it on a shared machine.")
 	fs.StringVar(&o.StandaloneKubeconfig, "standalone-kubeconfig", o.StandaloneKubeconfig,
 		"Where --standalone writes its kubeconfig. Defaults to <data-dir>/kubeconfig.")
+	o.Controller.AddFlags(fs)
 }
 
 // Complete fills in what the flags left open. flagSet tells which flags the
@@ -104,6 +109,8 @@ func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
 	if o.Standalone {
 		errs = append(errs, o.validateStandalone()...)
+	} else {
+		errs = append(errs, o.Controller.Validate()...)
 	}
 	if o.embeddedEtcdURL != "" && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty (the embedded etcd stores its data there)"))

@@ -38,6 +38,8 @@ func (o *Options) completeStandalone() {
 	ro.CoreAPI = nil
 	ro.Admission = nil
 	ro.Features.EnablePriorityAndFairness = false
+	// With no cluster there are no pods to admit.
+	o.Controller.Enabled = false
 }
 
 // validateStandalone refuses any address beyond loopback: with no

@@ -47,7 +47,13 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	if o.Standalone {
-		klog.FromContext(ctx).Info("Running standalone: loopback only, no delegated authentication")
+		klog.FromContext(ctx).Info("Running standalone: loopback only, no delegated authentication, no controller")
+	}
+	if o.Controller.Enabled {
+		hook := o.Controller.startController(cfg.GenericConfig.ClientConfig, cfg.GenericConfig.LoopbackClientConfig)
+		if err := server.GenericAPIServer.AddPostStartHook("start-muster-controller", hook); err != nil {
+			return fmt.Errorf("adding controller hook: %w", err)
+		}
 	}
 	if err := server.GenericAPIServer.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serving: %w", err)

@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apiserver"
+	"github.com/muster-dev/muster/pkg/controller/apicalls"
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
+)
+
+// ControllerOptions configure the embedded controller.
+type ControllerOptions struct {
+	podgroup.Config
+	// Enabled runs the controller; standalone mode never runs it.
+	Enabled bool
+	// QPS and Burst bound the controller's requests to kube-apiserver.
+	QPS   float32
+	Burst int
+
+	LeaderElect          bool
+	LeaderElectNamespace string
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
+}
+
+// NewControllerOptions returns the defaults.
+func NewControllerOptions() *ControllerOptions {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "muster-system"
+	}
+	return &ControllerOptions{
+		Config:               podgroup.DefaultConfig(),
+		Enabled:              true,
+		QPS:                  50,
+		Burst:                100,
+		LeaderElect:          true,
+		LeaderElectNamespace: ns,
+		LeaseDuration:        15 * time.Second,
+		RenewDeadline:        10 * time.Second,
+		RetryPeriod:          2 * time.Second,
+	}
+}
+
+// AddFlags registers the controller's flags.
+func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Config.AddFlags(fs)
+	fs.BoolVar(&o.Enabled, "controller", o.Enabled, "Run the embedded gang-admission controller (on the leader only). Standalone mode never runs it.")
+	fs.Float32Var(&o.QPS, "controller-kube-api-qps", o.QPS, "Queries per second the controller may send to kube-apiserver.")
+	fs.IntVar(&o.Burst, "controller-kube-api-burst", o.Burst, "Burst of requests the controller may send to kube-apiserver.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect one leader among the replicas, with a Lease, to run the controller. Every replica serves the API either way.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace,
+		"Namespace of the controller's Lease. Defaults to $POD_NAMESPACE, else muster-system.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before taking over an unrenewed Lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it steps down.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+}
+
+// Validate checks the controller options.
+func (o *ControllerOptions) Validate() []error {
+	if !o.Enabled {
+		return nil
+	}
+	errs := o.Config.Validate()
+	if o.LeaderElect && o.LeaseDuration <= o.RenewDeadline {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)", o.LeaseDuration, o.RenewDeadline))
+	}
+	return errs
+}
+
+// startController returns a post-start hook that runs the controller, on the
+// leader only. Pods are read and written through the cluster's
+// kube-apiserver; PodGroups through this server's loopback client, never
+// through the aggregator.
+func (o *ControllerOptions) startController(kubeConfig, loopback *rest.Config) genericapiserver.PostStartHookFunc {
+	return func(hookCtx genericapiserver.PostStartHookContext) error {
+		kcfg := rest.CopyConfig(kubeConfig)
+		kcfg.QPS, kcfg.Burst = o.QPS, o.Burst
+		kcfg.Wrap(apicalls.Wrap("kube"))
+		kube, err := kubernetes.NewForConfig(rest.AddUserAgent(kcfg, "muster-controller"))
+		if err != nil {
+			return fmt.Errorf("creating kube client: %w", err)
+		}
+		mcfg := rest.CopyConfig(loopback)
+		mcfg.Wrap(apicalls.Wrap("muster"))
+		muster, err := versioned.NewForConfig(rest.AddUserAgent(mcfg, "muster-controller"))
+		if err != nil {
+			return fmt.Errorf("creating loopback client: %w", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-hookCtx.Done(); cancel() }()
+		ctx = klog.NewContext(ctx, klog.FromContext(hookCtx).WithName("controller"))
+		run := func(ctx context.Context) {
+			if err := o.run(ctx, kube, muster); err != nil {
+				klog.FromContext(ctx).Error(err, "Controller stopped")
+			}
+		}
+		if !o.LeaderElect {
+			go run(ctx)
+			return nil
+		}
+		go o.lead(ctx, kube, run)
+		return nil
+	}
+}
+
+// run builds the informers and the controller and runs it until ctx ends.
+func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, muster versioned.Interface) error {
+	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithTweakListOptions(podgroup.PodListOptions),
+		informers.WithTransform(podgroup.TransformPod))
+	pods := podFactory.Core().V1().Pods()
+	if err := podgroup.AddPodIndexers(pods.Informer()); err != nil {
+		return err
+	}
+	nsFactory := informers.NewSharedInformerFactory(kube, 0)
+	namespaces := nsFactory.Core().V1().Namespaces()
+	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
+	podGroups := musterFactory.Scheduling().V1alpha1().PodGroups()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: "muster-controller"})
+
+	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, recorder)
+	if err != nil {
+		return err
+	}
+	podFactory.Start(ctx.Done())
+	nsFactory.Start(ctx.Done())
+	musterFactory.Start(ctx.Done())
+	defer podFactory.Shutdown()
+	defer nsFactory.Shutdown()
+	defer musterFactory.Shutdown()
+	return c.Run(ctx, o.Workers)
+}
+
+// lead runs the controller while this replica holds the Lease, so that two
+// replicas serve the API active-active while only one controller acts.
+func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface, run func(context.Context)) {
+	logger := klog.FromContext(ctx)
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, "muster-controller",
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		logger.Error(err, "Cannot create the leader-election lock; the controller does not run")
+		return
+	}
+	// Leading ends when ctx ends or the Lease is lost; try again until ctx ends.
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   o.LeaseDuration,
+			RenewDeadline:   o.RenewDeadline,
+			RetryPeriod:     o.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            "muster-controller",
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					logger.Info("Became the leader; starting the controller", "identity", id)
+					run(ctx)
+				},
+				OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", id) },
+			},
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// recordFinished is step 2 of KEP-2307: the UIDs of finished pods that still
+// carry the tracking finalizer go into status.uncountedTerminatedPods, which
+// is written before any finalizer comes off. Each list holds at most 500
+// UIDs; moreToRecord says a further batch is waiting. While a group's pods
+// keep finishing, new UIDs are recorded at most once per StatusBatchPeriod
+// (deferFor says when next), unless a full batch is ready or the group has
+// nothing active left, so that the end of a gang is never delayed.
+func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) (moreToRecord bool, deferFor time.Duration) {
+	u := pg.Status.UncountedTerminatedPods
+	if u == nil {
+		u = &v1alpha1.UncountedTerminatedPods{}
+	}
+	recorded := sets.New(u.Succeeded...).Insert(u.Failed...)
+	var fresh []types.UID
+	for uid := range v.finished {
+		if !recorded.Has(uid) && !c.expectations.pending(uid) {
+			fresh = append(fresh, uid)
+		}
+	}
+	if len(fresh) == 0 {
+		return false, 0
+	}
+	if wait := c.flushWait(key, now); wait > 0 && v.active > 0 && len(fresh) < scheduling.MaxUncountedTerminatedPods {
+		return false, wait
+	}
+	slices.Sort(fresh) // a stable order keeps retries identical.
+	for _, uid := range fresh {
+		switch {
+		case v.finished[uid] == resultSucceeded && len(u.Succeeded) < scheduling.MaxUncountedTerminatedPods:
+			u.Succeeded = append(u.Succeeded, uid)
+		case v.finished[uid] == resultFailed && len(u.Failed) < scheduling.MaxUncountedTerminatedPods:
+			u.Failed = append(u.Failed, uid)
+		default:
+			moreToRecord = true
+		}
+	}
+	pg.Status.UncountedTerminatedPods = u
+	return moreToRecord, 0
+}
+
+// removeFinalizers is step 3: the finalizer comes off every pod whose UID is
+// recorded in status, and off deleted pods that never ran. It returns the
+// UIDs whose finalizer is now gone.
+func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) (sets.Set[types.UID], error) {
+	var targets []*corev1.Pod
+	if u := pg.Status.UncountedTerminatedPods; u != nil {
+		for _, uid := range append(slices.Clone(u.Succeeded), u.Failed...) {
+			if p, ok := v.withFinalizer[uid]; ok {
+				targets = append(targets, p)
+			}
+		}
+	}
+	targets = append(targets, v.released...)
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch)
+	c.expectations.expectRemoval(done...)
+	if len(errs) > 0 {
+		// Step 4 still counts the pods whose finalizer did come off.
+		return sets.New(done...), fmt.Errorf("removing tracking finalizers: %w", errors.Join(errs...))
+	}
+	return sets.New(done...), nil
+}
+
+// countRemoved is step 4: a recorded UID whose pod has lost its finalizer,
+// or is gone, moves from uncountedTerminatedPods into the counters, in the
+// same write. That write is what makes the count exactly-once.
+func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]) {
+	u := pg.Status.UncountedTerminatedPods
+	if u == nil {
+		return
+	}
+	counted := func(uid types.UID) bool {
+		_, stillTracked := v.withFinalizer[uid]
+		return !stillTracked || removed.Has(uid)
+	}
+	var keepS, keepF []types.UID
+	for _, uid := range u.Succeeded {
+		if counted(uid) {
+			pg.Status.Succeeded++
+			metrics.podsAccounted.WithLabelValues("succeeded").Inc()
+		} else {
+			keepS = append(keepS, uid)
+		}
+	}
+	for _, uid := range u.Failed {
+		if counted(uid) {
+			pg.Status.Failed++
+			metrics.podsAccounted.WithLabelValues("failed").Inc()
+		} else {
+			keepF = append(keepF, uid)
+		}
+	}
+	if len(keepS) == 0 && len(keepF) == 0 {
+		pg.Status.UncountedTerminatedPods = nil
+		return
+	}
+	pg.Status.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: keepS, Failed: keepF}
+}
+
+// flushWait is how long until the group may write accounting status again.
+func (c *Controller) flushWait(key string, now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.lastFlush[key]
+	if !ok {
+		return 0
+	}
+	return last.Add(c.cfg.StatusBatchPeriod).Sub(now)
+}
+
+func (c *Controller) markFlushed(key string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastFlush[key] = now
+}
+
+// accountingDone reports whether every finished pod is in the counters: a
+// group cannot finish before its counts are exact.
+func (c *Controller) accountingDone(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]) bool {
+	if u := pg.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) > 0 {
+		return false
+	}
+	if v.terminating > 0 {
+		return false
+	}
+	for uid := range v.finished {
+		if !removed.Has(uid) && !c.expectations.pending(uid) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,101 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// admit decides whether the group is admitted and records the decision in
+// pg's status: Admitted=True with admissionTime the first time the group has
+// no group gates and at least minCount active pods. It reports whether the
+// group's gated pods should be released now. Once admitted, a group stays
+// admitted, so pods that join later (replacements, scale-up) are released at
+// once. A finished group admits nobody.
+func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
+	if isFinished(pg) {
+		return false
+	}
+	if isAdmitted(pg) {
+		return true
+	}
+	if gates := pg.Spec.SchedulingGates; len(gates) > 0 {
+		names := make([]string, len(gates))
+		for i, g := range gates {
+			names[i] = g.Name
+		}
+		msg := fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))
+		if setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonSchedulingGated, msg, now) {
+			c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
+		}
+		return false
+	}
+	need := minCount(pg)
+	if v.active < need {
+		msg := fmt.Sprintf("has %d of the %d active pods it needs", v.active, need)
+		if setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, msg, now) {
+			c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
+		}
+		return false
+	}
+	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, msg, now)
+	t := metav1.NewTime(now)
+	pg.Status.AdmissionTime = &t
+	c.recorder.Event(pg, corev1.EventTypeNormal, reasonAdmitted, msg)
+	return true
+}
+
+// ungate removes the admission gate from every gated pod of an admitted
+// group, in parallel, and observes the gate-removal latency.
+func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
+	if len(v.gatedPods) == 0 {
+		return nil
+	}
+	done, errs := c.patchPods(ctx, v.gatedPods, removeGatePatch)
+	metrics.podsUngated.Add(float64(len(done)))
+	if len(errs) > 0 {
+		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(v.gatedPods), errors.Join(errs...))
+	}
+	key := pg.Namespace + "/" + pg.Name
+	c.mu.Lock()
+	seen, ok := c.lastPodSeen[key]
+	delete(c.lastPodSeen, key)
+	c.mu.Unlock()
+	if ok {
+		metrics.gateRemovalLatency.Observe(c.clock.Since(seen).Seconds())
+	}
+	klog.FromContext(ctx).V(2).Info("Released pods", "count", len(done))
+	return nil
+}
+
+// markScheduled sets Scheduled=True, and startTime, once minCount pods are
+// bound to nodes. The condition never goes back.
+func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
+	if v.scheduled < minCount(pg) || !isAdmitted(pg) {
+		return
+	}
+	if setCondition(pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound,
+		fmt.Sprintf("at least %d pods were bound to nodes", minCount(pg)), now) && pg.Status.StartTime == nil {
+		t := metav1.NewTime(now)
+		pg.Status.StartTime = &t
+	}
+}
+
+// warnFinishedJoiners tells pods that joined a finished group why they stay gated.
+func (c *Controller) warnFinishedJoiners(pg *v1alpha1.PodGroup, v *podView) {
+	for _, p := range v.gatedPods {
+		c.warnOnce(string(p.UID)+"/"+reasonGroupFinished, func() {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonGroupFinished,
+				"PodGroup %s has finished; this pod stays gated", pg.Name)
+		})
+	}
+}

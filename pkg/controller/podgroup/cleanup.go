@@ -1,0 +1,67 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// cleanup is step 6, for a PodGroup being deleted: the tracking finalizer
+// comes off every pod of the group first, so that no pod is ever stuck
+// Terminating because of Muster, and only then does the group's pod-cleanup
+// finalizer come off. Gated pods stay gated: a PodGroup re-created with the
+// same name adopts them.
+func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
+	var tracked []*corev1.Pod
+	for _, p := range pods {
+		if hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) {
+			tracked = append(tracked, p)
+		}
+		if hasGate(p) {
+			c.warnOnce(string(p.UID)+"/"+reasonPodGroupDeleted, func() {
+				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonPodGroupDeleted,
+					"PodGroup %s was deleted; this pod stays gated until a PodGroup of that name is created again", pg.Name)
+			})
+		}
+	}
+	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch)
+	c.expectations.expectRemoval(done...)
+	if len(errs) > 0 {
+		return fmt.Errorf("releasing pods of deleted PodGroup %s/%s: %w", pg.Namespace, pg.Name, errors.Join(errs...))
+	}
+	if err := c.removeGroupFinalizer(ctx, pg); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Released the pods of a deleted PodGroup", "pods", len(tracked))
+	return nil
+}
+
+// removeGroupFinalizer takes pod-cleanup off the group, guarded by a test
+// of the finalizer's position and of the group's UID.
+func (c *Controller) removeGroupFinalizer(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	for i, f := range pg.Finalizers {
+		if f != scheduling.PodCleanupFinalizer {
+			continue
+		}
+		path := fmt.Sprintf("/metadata/finalizers/%d", i)
+		patch := mustJSON([]jsonPatchOp{
+			{Op: "test", Path: "/metadata/uid", Value: pg.UID},
+			{Op: "test", Path: path, Value: scheduling.PodCleanupFinalizer},
+			{Op: "remove", Path: path},
+		})
+		_, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("removing %s from PodGroup %s/%s: %w", scheduling.PodCleanupFinalizer, pg.Namespace, pg.Name, err)
+		}
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package podgroup
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Config tunes the controller. The zero value is not valid: start from
+// DefaultConfig.
+type Config struct {
+	// Workers is how many groups are synced at once.
+	Workers int
+	// PatchConcurrency bounds the pod patches in flight for one group.
+	PatchConcurrency int
+	// ReleaseGrace is how long an admitted group with no active pod and
+	// fewer than minCount successes waits for a replacement before it is
+	// marked Failed.
+	ReleaseGrace time.Duration
+	// FastRelease makes a pod with a deletionTimestamp inactive at once
+	// (KEP-6143), for admission and for status.active.
+	FastRelease bool
+	// StatusBatchPeriod throttles accounting status writes of one group
+	// while its pods keep finishing (KEP-2307).
+	StatusBatchPeriod time.Duration
+	// NamespaceSelector picks the namespaces whose pods Muster manages.
+	NamespaceSelector string
+}
+
+// DefaultConfig returns the defaults the flags start from.
+func DefaultConfig() Config {
+	return Config{
+		Workers:           4,
+		PatchConcurrency:  16,
+		ReleaseGrace:      30 * time.Second,
+		FastRelease:       true,
+		StatusBatchPeriod: time.Second,
+		NamespaceSelector: "kubernetes.io/metadata.name notin (kube-system,muster-system)",
+	}
+}
+
+// AddFlags registers the controller's flags.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.Workers, "controller-workers", c.Workers, "PodGroups the controller syncs at once.")
+	fs.IntVar(&c.PatchConcurrency, "pod-patch-concurrency", c.PatchConcurrency, "Pod patches (gate or finalizer removal) in flight at once for one PodGroup.")
+	fs.DurationVar(&c.ReleaseGrace, "release-grace", c.ReleaseGrace,
+		"How long an admitted PodGroup with no active pod and fewer than minCount successes waits for a replacement pod before it is marked Failed.")
+	fs.BoolVar(&c.FastRelease, "fast-release", c.FastRelease,
+		"Treat a pod with a deletionTimestamp as inactive at once, for admission and status.active (KEP-6143). Set to false to wait until the pod is terminal.")
+	fs.DurationVar(&c.StatusBatchPeriod, "status-batch-period", c.StatusBatchPeriod,
+		"Shortest time between two accounting status writes of one PodGroup while its pods keep finishing (KEP-2307 throttling).")
+	fs.StringVar(&c.NamespaceSelector, "namespace-selector", c.NamespaceSelector,
+		"Label selector of the namespaces whose labelled pods Muster manages. The webhook configurations use the same selector.")
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--controller-workers must be at least 1, got %d", c.Workers))
+	}
+	if c.PatchConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--pod-patch-concurrency must be at least 1, got %d", c.PatchConcurrency))
+	}
+	if c.ReleaseGrace < 0 {
+		errs = append(errs, fmt.Errorf("--release-grace must not be negative, got %s", c.ReleaseGrace))
+	}
+	if c.StatusBatchPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--status-batch-period must not be negative, got %s", c.StatusBatchPeriod))
+	}
+	if _, err := labels.Parse(c.NamespaceSelector); err != nil {
+		errs = append(errs, fmt.Errorf("--namespace-selector: %w", err))
+	}
+	return errs
+}

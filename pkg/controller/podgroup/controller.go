@@ -1,0 +1,182 @@
+// Package podgroup is Muster's gang-admission controller. For each PodGroup
+// it links the group's pods, admits the gang by removing the admission gate
+// from all its pods at once, and counts every finished pod exactly once with
+// the tracking finalizer (KEP-2307). docs/controller.md explains the
+// algorithm and why it is crash-safe.
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
+	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
+)
+
+// Controller admits and accounts PodGroups.
+type Controller struct {
+	cfg    Config
+	kube   kubernetes.Interface
+	muster versioned.Interface
+
+	podIndexer cache.Indexer
+	pgLister   listers.PodGroupLister
+	nsLister   corelisters.NamespaceLister
+	nsSelector labels.Selector
+	synced     []cache.InformerSynced
+
+	queue        workqueue.TypedRateLimitingInterface[string]
+	recorder     record.EventRecorder
+	expectations *finalizerExpectations
+	clock        clock.Clock
+
+	mu sync.Mutex
+	// lastPodSeen is when the newest pod of a group was first seen, for the
+	// gate-removal latency metric.
+	lastPodSeen map[string]time.Time
+	// lastFlush is when a group's accounting status was last written.
+	lastFlush map[string]time.Time
+	// warned remembers one-off pod events so that syncs do not repeat them.
+	warned map[string]struct{}
+}
+
+// New builds a controller over a pod informer that must already be limited
+// to pods carrying the group label (see PodListOptions) and must index them
+// with AddPodIndexers.
+func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
+	pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer,
+	podGroups informers.PodGroupInformer, recorder record.EventRecorder) (*Controller, error) {
+	sel, err := labels.Parse(cfg.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing namespace selector: %w", err)
+	}
+	c := &Controller{
+		cfg:          cfg,
+		kube:         kube,
+		muster:       muster,
+		podIndexer:   pods.Informer().GetIndexer(),
+		pgLister:     podGroups.Lister(),
+		nsLister:     namespaces.Lister(),
+		nsSelector:   sel,
+		synced:       []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
+		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
+		recorder:     recorder,
+		expectations: newFinalizerExpectations(),
+		clock:        clock.RealClock{},
+		lastPodSeen:  map[string]time.Time{},
+		lastFlush:    map[string]time.Time{},
+		warned:       map[string]struct{}{},
+	}
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	if _, err := podGroups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueObject,
+		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
+		DeleteFunc: c.deletePodGroup,
+	}); err != nil {
+		return nil, fmt.Errorf("watching podgroups: %w", err)
+	}
+	return c, nil
+}
+
+// Run syncs groups with the given number of workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting PodGroup controller", "workers", workers)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Stopping PodGroup controller")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one group. An error hands the key back to the
+// queue with backoff; success forgets its backoff.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	start := c.clock.Now()
+	requeueAfter, err := c.sync(ctx, key)
+	metrics.syncDuration.Observe(c.clock.Since(start).Seconds())
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing PodGroup", "key", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if requeueAfter > 0 {
+		c.queue.AddAfter(key, requeueAfter)
+	}
+	return true
+}
+
+// podsOf returns the pods labelled for a group, from the index.
+func (c *Controller) podsOf(namespace, name string) ([]*corev1.Pod, error) {
+	objs, err := c.podIndexer.ByIndex(GroupIndex, namespace+"/"+name)
+	if err != nil {
+		return nil, fmt.Errorf("reading pod index: %w", err)
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return pods, nil
+}
+
+// managedNamespace reports whether Muster manages pods in the namespace.
+func (c *Controller) managedNamespace(name string) bool {
+	ns, err := c.nsLister.Get(name)
+	if err != nil {
+		return false
+	}
+	return c.nsSelector.Matches(labels.Set(ns.Labels))
+}
+
+// warnOnce records a warning event unless this key was already warned about.
+func (c *Controller) warnOnce(key string, emit func()) {
+	c.mu.Lock()
+	_, done := c.warned[key]
+	c.warned[key] = struct{}{}
+	c.mu.Unlock()
+	if !done {
+		emit()
+	}
+}

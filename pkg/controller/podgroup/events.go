@@ -1,0 +1,23 @@
+package podgroup
+
+// Event reasons, on PodGroups and on pods.
+const (
+	reasonAdmitted           = "Admitted"
+	reasonWaiting            = "Waiting"
+	reasonFinished           = "Finished"
+	reasonWaitingForPodGroup = "WaitingForPodGroup"
+	reasonPodGroupCreated    = "PodGroupCreated"
+	reasonPodGroupDeleted    = "PodGroupDeleted"
+	reasonMinCountMismatch   = "MinCountMismatch"
+	reasonInvalidAnnotation  = "InvalidAnnotation"
+	reasonGroupFinished      = "PodGroupFinished"
+)
+
+// Condition reasons written by the controller.
+const (
+	condReasonGangComplete          = "GangComplete"
+	condReasonWaitingForPods        = "WaitingForPods"
+	condReasonSchedulingGated       = "SchedulingGated"
+	condReasonMinCountBound         = "MinCountBound"
+	condReasonWaitingForReplacement = "WaitingForReplacement"
+)

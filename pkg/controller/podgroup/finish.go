@@ -1,0 +1,64 @@
+package podgroup
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// finish is step 5. An admitted group with no active pod and exact counts
+// has Succeeded when at least minCount pods succeeded. With fewer, it waits
+// ReleaseGrace for a replacement pod, and then has Failed. The wait starts at
+// the lastTransitionTime of Finished=False/WaitingForReplacement, so that it
+// survives a restart. It returns when to look again.
+func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID], now time.Time) time.Duration {
+	if isFinished(pg) || !isAdmitted(pg) {
+		return 0
+	}
+	if v.active > 0 || !c.accountingDone(pg, v, removed) {
+		// A replacement appeared, or counts are still moving: not waiting any more.
+		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); c != nil && c.Reason == condReasonWaitingForReplacement {
+			meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionFinished)
+		}
+		return 0
+	}
+	need := minCount(pg)
+	if pg.Status.Succeeded >= need {
+		c.complete(pg, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d pods succeeded (%d needed), %d failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
+		return 0
+	}
+	left := c.cfg.ReleaseGrace
+	if waiting := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); waiting != nil && waiting.Reason == condReasonWaitingForReplacement {
+		left = waiting.LastTransitionTime.Add(c.cfg.ReleaseGrace).Sub(now)
+	} else {
+		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; failing in %s unless a replacement pod appears", pg.Status.Succeeded, need, c.cfg.ReleaseGrace), now)
+	}
+	if left > 0 {
+		return left
+	}
+	c.complete(pg, v1alpha1.ReasonFailed, fmt.Sprintf("only %d of %d needed pods succeeded and no replacement appeared within %s; %d failed",
+		pg.Status.Succeeded, need, c.cfg.ReleaseGrace, pg.Status.Failed), now)
+	return 0
+}
+
+func (c *Controller) complete(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
+	setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, reason, msg, now)
+	t := metav1.NewTime(now)
+	pg.Status.CompletionTime = &t
+	if pg.Status.StartTime != nil && t.Before(pg.Status.StartTime) {
+		pg.Status.CompletionTime = pg.Status.StartTime
+	}
+	eventType := corev1.EventTypeNormal
+	if reason == v1alpha1.ReasonFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	c.recorder.Event(pg, eventType, reasonFinished, msg)
+}

@@ -1,0 +1,53 @@
+package podgroup
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// GroupIndex indexes pods by "<namespace>/<group label>", so that a sync
+// reads its group's pods without scanning the cache.
+const GroupIndex = "muster-group"
+
+// PodListOptions limits the pod informer to pods that carry the group label:
+// other pods are never sent to or stored by the controller.
+func PodListOptions(o *metav1.ListOptions) {
+	o.LabelSelector = scheduling.PodGroupLabel
+}
+
+// TransformPod drops what the controller never reads before the pod enters
+// the cache, as KEP-976 asks, to bound memory on big clusters.
+func TransformPod(obj interface{}) (interface{}, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// AddPodIndexers installs GroupIndex on a pod informer.
+func AddPodIndexers(informer cache.SharedIndexInformer) error {
+	return informer.AddIndexers(cache.Indexers{GroupIndex: func(obj interface{}) ([]string, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("indexing %T as a pod", obj)
+		}
+		if key, ok := groupKey(p); ok {
+			return []string{key}, nil
+		}
+		return nil, nil
+	}})
+}
+
+// groupKey is the queue key of a pod's group.
+func groupKey(p *corev1.Pod) (string, bool) {
+	name := p.Labels[scheduling.PodGroupLabel]
+	if name == "" {
+		return "", false
+	}
+	return p.Namespace + "/" + name, true
+}

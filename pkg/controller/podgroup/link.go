@@ -1,0 +1,115 @@
+package podgroup
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// podView is what one sync knows about a group's pods: the counters that go
+// into status, and the pods each later step acts on.
+type podView struct {
+	pods, gated, active, scheduled, ready int32
+
+	// gatedPods still carry the admission gate.
+	gatedPods []*corev1.Pod
+	// finished are pods that ended (or count as ended) and still carry the
+	// tracking finalizer, keyed by UID, with the result they count as.
+	finished map[types.UID]podResult
+	// released are pods that were deleted before they were ever bound: they
+	// ran nothing, so the finalizer comes off without counting them.
+	released []*corev1.Pod
+	// terminating are deleted pods that are neither terminal nor past their
+	// grace period: not active, not countable yet.
+	terminating int32
+	// withFinalizer indexes every pod that carries the tracking finalizer.
+	withFinalizer map[types.UID]*corev1.Pod
+	// nextCheck is the soonest time a deleted pod's grace period ends.
+	nextCheck time.Time
+}
+
+type podResult int
+
+const (
+	resultSucceeded podResult = iota
+	resultFailed
+)
+
+// link classifies a group's pods. fastRelease makes a pod with a
+// deletionTimestamp inactive at once (KEP-6143); without it the pod stays
+// active until it is terminal.
+func link(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView {
+	v := &podView{finished: map[types.UID]podResult{}, withFinalizer: map[types.UID]*corev1.Pod{}}
+	for _, p := range pods {
+		v.pods++
+		terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		deleting := p.DeletionTimestamp != nil
+		tracked := hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer)
+		if tracked {
+			v.withFinalizer[p.UID] = p
+		}
+		if hasGate(p) {
+			v.gated++
+			v.gatedPods = append(v.gatedPods, p)
+		}
+		if p.Spec.NodeName != "" {
+			v.scheduled++
+			if isReady(p) {
+				v.ready++
+			}
+		}
+		if !terminal && !(deleting && fastRelease) {
+			v.active++
+		}
+		if !tracked {
+			continue
+		}
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded:
+			v.finished[p.UID] = resultSucceeded
+		case p.Status.Phase == corev1.PodFailed:
+			v.finished[p.UID] = resultFailed
+		case deleting && p.Spec.NodeName == "":
+			v.released = append(v.released, p)
+		case deleting && !now.Before(p.DeletionTimestamp.Time):
+			// Deleted while running and past its grace period: it failed.
+			v.finished[p.UID] = resultFailed
+		case deleting:
+			v.terminating++
+			if v.nextCheck.IsZero() || p.DeletionTimestamp.Time.Before(v.nextCheck) {
+				v.nextCheck = p.DeletionTimestamp.Time
+			}
+		}
+	}
+	return v
+}
+
+func hasGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == scheduling.AdmissionGate {
+			return true
+		}
+	}
+	return false
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasFinalizer(finalizers []string, f string) bool {
+	for _, x := range finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package podgroup
+
+import (
+	"sync"
+
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+const metricsSubsystem = "muster"
+
+// controllerMetrics are served on muster-apiserver's /metrics.
+type controllerMetrics struct {
+	syncDuration       *k8smetrics.Histogram
+	gateRemovalLatency *k8smetrics.Histogram
+	podsUngated        *k8smetrics.Counter
+	podsAccounted      *k8smetrics.CounterVec
+	gatedPods          *k8smetrics.GaugeVec
+
+	mu sync.Mutex
+	// groups remembers each group's gated pods and phase, so that the gauge
+	// is a sum kept exact as groups change phase or go away.
+	groups map[string]groupGauge
+}
+
+type groupGauge struct {
+	phase string
+	gated int32
+}
+
+var metrics = newControllerMetrics()
+
+func newControllerMetrics() *controllerMetrics {
+	m := &controllerMetrics{
+		syncDuration: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+			Subsystem: metricsSubsystem, Name: "podgroup_sync_duration_seconds",
+			Help:    "Time to sync one PodGroup.",
+			Buckets: k8smetrics.ExponentialBuckets(0.001, 2, 15), StabilityLevel: k8smetrics.ALPHA,
+		}),
+		gateRemovalLatency: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+			Subsystem: metricsSubsystem, Name: "pod_scheduling_gate_removal_seconds",
+			Help:    "Time from the controller seeing the last pod a gang needed to the last admission gate of the gang being removed.",
+			Buckets: k8smetrics.ExponentialBuckets(0.005, 2, 14), StabilityLevel: k8smetrics.ALPHA,
+		}),
+		podsUngated: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "pods_ungated_total",
+			Help: "Pods whose admission gate the controller removed.", StabilityLevel: k8smetrics.ALPHA,
+		}),
+		podsAccounted: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "pods_accounted_total",
+			Help: "Finished pods counted into PodGroup status, by result.", StabilityLevel: k8smetrics.ALPHA,
+		}, []string{"result"}),
+		gatedPods: k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "gated_pods",
+			Help: "Pods held by the admission gate, by the phase of their PodGroup.", StabilityLevel: k8smetrics.ALPHA,
+		}, []string{"phase"}),
+		groups: map[string]groupGauge{},
+	}
+	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods)
+	return m
+}
+
+// observeGroup updates the gated-pods gauge for one group.
+func (m *controllerMetrics) observeGroup(key string, pg *v1alpha1.PodGroup) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.move(key, groupGauge{phase: string(pg.Status.Phase), gated: pg.Status.Gated})
+}
+
+// forgetGroup drops a deleted group from the gauge.
+func (m *controllerMetrics) forgetGroup(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.move(key, groupGauge{})
+}
+
+func (m *controllerMetrics) move(key string, now groupGauge) {
+	if old, ok := m.groups[key]; ok {
+		m.gatedPods.WithLabelValues(old.phase).Add(-float64(old.gated))
+	}
+	if now.phase == "" {
+		delete(m.groups, key)
+		return
+	}
+	m.groups[key] = now
+	m.gatedPods.WithLabelValues(now.phase).Add(float64(now.gated))
+}

@@ -1,0 +1,149 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// CreatedByAnnotation marks a PodGroup that the controller created from its
+// pods' annotations (KEP-976), naming the pod it was created from.
+const CreatedByAnnotation = "scheduling.muster.dev/created-from-pod"
+
+// syncMissingGroup is step 7, for pods whose PodGroup does not exist. Pods
+// being deleted lose the tracking finalizer at once, so that none is stuck
+// Terminating. If a pod carries creation annotations, the controller creates
+// the group; otherwise the pods stay gated and are told what they wait for.
+func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name string, pods []*corev1.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	var deleting []*corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil && hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) {
+			deleting = append(deleting, p)
+		}
+	}
+	if len(deleting) > 0 {
+		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch)
+		c.expectations.expectRemoval(done...)
+		if len(errs) > 0 {
+			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
+		}
+	}
+
+	pg, from := c.groupFromAnnotations(namespace, name, pods)
+	if pg == nil {
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil {
+				c.warnOnce(string(p.UID)+"/"+reasonWaitingForPodGroup, func() {
+					c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForPodGroup, "waiting for PodGroup %s", name)
+				})
+			}
+		}
+		return nil
+	}
+	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: "muster-controller"})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil // the informer brings it, and its pods are synced then.
+	case apierrors.IsInvalid(err):
+		// A Workload or template that does not exist: tell the pod, do not retry hot.
+		c.warnOnce(string(from.UID)+"/"+reasonInvalidAnnotation, func() {
+			c.recorder.Eventf(from, corev1.EventTypeWarning, reasonInvalidAnnotation, "cannot create PodGroup %s: %v", name, err)
+		})
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating PodGroup %s/%s from pod %s: %w", namespace, name, from.Name, err)
+	}
+	c.recorder.Eventf(from, corev1.EventTypeNormal, reasonPodGroupCreated, "created PodGroup %s", name)
+	klog.FromContext(ctx).V(2).Info("Created PodGroup from pod annotations", "pod", klog.KObj(from))
+	return nil
+}
+
+// groupFromAnnotations builds the PodGroup that the oldest pod with creation
+// annotations asks for, or nil when no pod asks for one.
+func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1.Pod) (*v1alpha1.PodGroup, *corev1.Pod) {
+	sorted := append([]*corev1.Pod(nil), pods...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	for _, p := range sorted {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		spec, ok, err := specFromAnnotations(p.Annotations)
+		if err != nil {
+			c.warnOnce(string(p.UID)+"/"+reasonInvalidAnnotation, func() {
+				c.recorder.Event(p, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
+			})
+			continue
+		}
+		if !ok {
+			continue
+		}
+		return &v1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Namespace:   namespace,
+				Annotations: map[string]string{CreatedByAnnotation: p.Name},
+			},
+			Spec: spec,
+		}, p
+	}
+	return nil, nil
+}
+
+// specFromAnnotations reads the creation annotations of one pod. ok is false
+// when the pod carries none.
+func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok bool, err error) {
+	if v, has := ann[scheduling.MinCountAnnotation]; has {
+		n, perr := strconv.ParseInt(v, 10, 32)
+		if perr != nil || n < 1 {
+			return spec, false, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.MinCountAnnotation, v)
+		}
+		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: int32(n)}
+		ok = true
+	}
+	wl, hasWL := ann[scheduling.WorkloadAnnotation]
+	tpl, hasTpl := ann[scheduling.TemplateAnnotation]
+	if hasWL != hasTpl {
+		return spec, false, fmt.Errorf("annotations %s and %s must be set together", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)
+	}
+	if hasWL {
+		// The server copies the template's policy when minCount is not given.
+		spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: wl, TemplateName: tpl}
+		ok = true
+	}
+	return spec, ok, nil
+}
+
+// checkMinCountAnnotations tells pods whose min-count annotation disagrees
+// with their group's minCount: all pods of a group must agree.
+func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*corev1.Pod) {
+	want := minCount(pg)
+	for _, p := range pods {
+		v, has := p.Annotations[scheduling.MinCountAnnotation]
+		if !has || v == strconv.Itoa(int(want)) {
+			continue
+		}
+		c.warnOnce(string(p.UID)+"/"+reasonMinCountMismatch, func() {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonMinCountMismatch,
+				"annotation %s=%s disagrees with PodGroup %s, whose minCount is %d; all pods of a group must agree", scheduling.MinCountAnnotation, v, pg.Name, want)
+		})
+	}
+}

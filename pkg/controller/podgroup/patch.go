@@ -1,0 +1,91 @@
+package podgroup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// jsonPatchOp is one RFC 6902 operation.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// removeGatePatch removes Muster's gate, and only it, from a pod. The test
+// operations make the patch fail, rather than touch another tool's gate or a
+// new pod of the same name, if the pod changed since it was read.
+func removeGatePatch(p *corev1.Pod) ([]byte, bool) {
+	for i, g := range p.Spec.SchedulingGates {
+		if g.Name == scheduling.AdmissionGate {
+			path := fmt.Sprintf("/spec/schedulingGates/%d", i)
+			return mustJSON([]jsonPatchOp{
+				{Op: "test", Path: "/metadata/uid", Value: p.UID},
+				{Op: "test", Path: path + "/name", Value: scheduling.AdmissionGate},
+				{Op: "remove", Path: path},
+			}), true
+		}
+	}
+	return nil, false
+}
+
+// removeFinalizerPatch removes the tracking finalizer, guarded the same way.
+func removeFinalizerPatch(p *corev1.Pod) ([]byte, bool) {
+	for i, f := range p.Finalizers {
+		if f == scheduling.TrackingFinalizer {
+			path := fmt.Sprintf("/metadata/finalizers/%d", i)
+			return mustJSON([]jsonPatchOp{
+				{Op: "test", Path: "/metadata/uid", Value: p.UID},
+				{Op: "test", Path: path, Value: scheduling.TrackingFinalizer},
+				{Op: "remove", Path: path},
+			}), true
+		}
+	}
+	return nil, false
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a JSON patch: %v", err))
+	}
+	return b
+}
+
+// patchPods applies makePatch to every pod, at most concurrency at a time.
+// It returns the UIDs of pods that were patched, or that are already gone,
+// and the errors of the rest. A pod that no longer needs the patch counts as
+// done. A failed test operation (the pod changed under us) is an error, so
+// the group is synced again from a fresh read.
+func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatch func(*corev1.Pod) ([]byte, bool)) (done []types.UID, errs []error) {
+	var mu sync.Mutex
+	workqueue.ParallelizeUntil(ctx, c.cfg.PatchConcurrency, len(pods), func(i int) {
+		p := pods[i]
+		patch, needed := makePatch(p)
+		var err error
+		if needed {
+			_, err = c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("patching pod %s/%s: %w", p.Namespace, p.Name, err))
+			return
+		}
+		done = append(done, p.UID)
+	})
+	return done, errs
+}

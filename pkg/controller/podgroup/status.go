@@ -1,0 +1,52 @@
+package podgroup
+
+import (
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: "muster-controller"}
+
+func equalStatus(a, b *v1alpha1.PodGroup) bool {
+	return apiequality.Semantic.DeepEqual(a.Status, b.Status)
+}
+
+// setCounters copies the counts of existing pods into status.
+func setCounters(pg *v1alpha1.PodGroup, v *podView) {
+	s := &pg.Status
+	s.Pods, s.Gated, s.Active, s.Scheduled, s.Ready = v.pods, v.gated, v.active, v.scheduled, v.ready
+}
+
+// setCondition sets a condition, keeping lastTransitionTime when the status
+// does not change, and reports whether anything changed.
+func setCondition(pg *v1alpha1.PodGroup, typ string, status metav1.ConditionStatus, reason, message string, now time.Time) bool {
+	return meta.SetStatusCondition(&pg.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: pg.Generation,
+		LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+func isAdmitted(pg *v1alpha1.PodGroup) bool {
+	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+}
+
+func isFinished(pg *v1alpha1.PodGroup) bool {
+	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionFinished)
+}
+
+// minCount is how many active pods admit the group: gang.minCount, or 1.
+func minCount(pg *v1alpha1.PodGroup) int32 {
+	if g := pg.Spec.SchedulingPolicy.Gang; g != nil {
+		return g.MinCount
+	}
+	return 1
+}

@@ -1,0 +1,124 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// sync brings one group to its desired state. Its steps run in the order of
+// docs/controller.md: every status write that records a decision happens
+// before the pod writes that act on it, so a crash between the two is
+// repaired by the next sync and never admits twice or counts twice.
+// It returns when to look at the group again, if a timer matters.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil // a malformed key can never succeed.
+	}
+	logger := klog.FromContext(ctx).WithValues("podgroup", key)
+	ctx = klog.NewContext(ctx, logger)
+
+	pods, err := c.podsOf(namespace, name)
+	if err != nil {
+		return 0, err
+	}
+	pg, err := c.pgLister.PodGroups(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, c.syncMissingGroup(ctx, namespace, name, pods)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading PodGroup %s: %w", key, err)
+	}
+	if pg.DeletionTimestamp != nil {
+		return 0, c.cleanup(ctx, pg, pods)
+	}
+
+	now := c.clock.Now()
+	view := link(pods, now, c.cfg.FastRelease)
+	c.checkMinCountAnnotations(pg, pods)
+
+	// 1. Decide: counters, newly finished pods, admission and scheduling,
+	//    persisted in one status write before anything acts on them.
+	next := pg.DeepCopy()
+	setCounters(next, view)
+	moreToRecord, deferFor := c.recordFinished(key, next, view, now)
+	admitted := c.admit(next, view, now)
+	markScheduled(next, view, now)
+	next.Status.ObservedGeneration = pg.Generation
+	if pg, err = c.writeStatus(ctx, pg, next); err != nil {
+		return 0, err
+	}
+
+	// 2. Act: release the gang, then take the finalizer off counted pods.
+	if admitted {
+		if err := c.ungate(ctx, pg, view); err != nil {
+			return 0, err
+		}
+	} else if isFinished(pg) {
+		c.warnFinishedJoiners(pg, view)
+	}
+	removed, removeErr := c.removeFinalizers(ctx, pg, view)
+
+	// 3. Count what lost its finalizer, and finish the group if it is done.
+	next = pg.DeepCopy()
+	countRemoved(next, view, removed)
+	finishAfter := c.finish(next, view, removed, now)
+	flushed := !equalStatus(pg, next)
+	if pg, err = c.writeStatus(ctx, pg, next); err != nil {
+		return 0, err
+	}
+	if flushed {
+		c.markFlushed(key, now)
+	}
+	metrics.observeGroup(key, pg)
+	if removeErr != nil {
+		return 0, removeErr
+	}
+	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, untilNext(view, now)), nil
+}
+
+// writeStatus writes next's status when it differs from pg's and returns
+// the stored object.
+func (c *Controller) writeStatus(ctx context.Context, pg, next *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
+	if equalStatus(pg, next) {
+		return pg, nil
+	}
+	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, metav1UpdateOptions)
+	if err != nil {
+		return nil, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+	}
+	return updated, nil
+}
+
+func moreToRecordDelay(more bool) time.Duration {
+	if more {
+		return time.Millisecond // the next batch of at most 500, right away.
+	}
+	return 0
+}
+
+func untilNext(v *podView, now time.Time) time.Duration {
+	if v.nextCheck.IsZero() {
+		return 0
+	}
+	// One second past the grace period, so that the pod is surely past it.
+	return v.nextCheck.Sub(now) + time.Second
+}
+
+// soonest returns the smallest positive duration, or 0 if there is none.
+func soonest(ds ...time.Duration) time.Duration {
+	var min time.Duration
+	for _, d := range ds {
+		if d > 0 && (min == 0 || d < min) {
+			min = d
+		}
+	}
+	return min
+}
