@@ -7,6 +7,9 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
 
+	// Registers the workqueue metrics provider with the /metrics registry.
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
+
 	"github.com/muster-dev/muster/pkg/cmd/server"
 )
 

@@ -22,6 +22,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apiserver"
 	"github.com/muster-dev/muster/pkg/controller/apicalls"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/controller/workload"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
 )
@@ -137,6 +138,10 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	namespaces := nsFactory.Core().V1().Namespaces()
 	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
 	podGroups := musterFactory.Scheduling().V1alpha1().PodGroups()
+	wc, err := workload.New(muster, musterFactory.Scheduling().V1alpha1().Workloads())
+	if err != nil {
+		return err
+	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
@@ -153,6 +158,7 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	defer podFactory.Shutdown()
 	defer nsFactory.Shutdown()
 	defer musterFactory.Shutdown()
+	go wc.Run(ctx)
 	return c.Run(ctx, o.Workers)
 }
 
