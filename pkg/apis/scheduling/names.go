@@ -24,6 +24,11 @@ const (
 	TemplateAnnotation = "scheduling.muster.dev/template"
 )
 
+// DefaultNamespaceSelector picks the namespaces whose labelled pods Muster
+// manages unless configured otherwise: all but the system's and Muster's own.
+// The webhook configurations and the controller use the same selector.
+const DefaultNamespaceSelector = "kubernetes.io/metadata.name notin (kube-system,muster-system)"
+
 // Limits of the API.
 const (
 	// MaxPodGroupTemplates is the most pod-group templates a Workload may hold.

@@ -66,6 +66,9 @@ func NewOptions(out, errOut io.Writer) *Options {
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// kube-apiserver calls the pod webhook without credentials: its paths
+	// skip authorization (authentication still runs, as anonymous).
+	o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, webhookPathPrefix+"*")
 	workloadref.Register(o.RecommendedOptions.Admission.Plugins)
 	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(o.RecommendedOptions.Admission.RecommendedPluginOrder, workloadref.PluginName)
 	return o

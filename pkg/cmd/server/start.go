@@ -6,7 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
+
+// webhookPathPrefix is where the pod webhook is served.
+const webhookPathPrefix = "/webhooks/"
 
 // NewCommand returns the muster-apiserver command.
 func NewCommand(ctx context.Context, o *Options) *cobra.Command {
@@ -46,6 +51,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	webhook := pods.NewHandler(klog.FromContext(ctx).WithName("webhook"))
+	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(pods.MutatePath, webhook)
+	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(pods.ValidatePath, webhook)
 	if o.Standalone {
 		klog.FromContext(ctx).Info("Running standalone: loopback only, no delegated authentication, no controller")
 	}

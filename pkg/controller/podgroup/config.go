@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // Config tunes the controller. The zero value is not valid: start from
@@ -37,7 +39,7 @@ func DefaultConfig() Config {
 		ReleaseGrace:      30 * time.Second,
 		FastRelease:       true,
 		StatusBatchPeriod: time.Second,
-		NamespaceSelector: "kubernetes.io/metadata.name notin (kube-system,muster-system)",
+		NamespaceSelector: scheduling.DefaultNamespaceSelector,
 	}
 }
 

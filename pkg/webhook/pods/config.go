@@ -1,0 +1,204 @@
+package pods
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// Names of the webhook configurations and of the webhooks in them.
+const (
+	// ConfigurationName names both the mutating and the validating configuration.
+	ConfigurationName = "muster-pod-webhook"
+	// MutatingWebhookName names the webhook that gates new pods.
+	MutatingWebhookName = "mutate.pods.scheduling.muster.dev"
+	// ValidatingWebhookName names the webhook that checks Muster's labels and annotations.
+	ValidatingWebhookName = "validate.pods.scheduling.muster.dev"
+)
+
+// DefaultNamespaceSelectorString is DefaultNamespaceSelector in the syntax of
+// a label selector flag (labels.Parse).
+const DefaultNamespaceSelectorString = scheduling.DefaultNamespaceSelector
+
+// timeoutSeconds bounds each call: a pod create waits on the webhook, and
+// with failurePolicy Fail a slow webhook is a failed create.
+const timeoutSeconds = 10
+
+// ServiceReference locates the webhook by an in-cluster Service.
+type ServiceReference struct {
+	Namespace string
+	Name      string
+	// Port is the Service port; 0 means 443.
+	Port int32
+}
+
+// Config says where kube-apiserver reaches the webhook, and for which pods.
+type Config struct {
+	// Service locates the webhook in the cluster. Exactly one of Service and
+	// URL is set.
+	Service *ServiceReference
+	// URL is the base URL of the server, such as https://127.0.0.1:8443; the
+	// webhook paths are appended to it. It must be https, with no query,
+	// fragment or user info.
+	URL string
+	// CABundle holds the PEM certificates that verify the server. Empty means
+	// kube-apiserver's system roots, or a bundle injected later (for example
+	// by cert-manager's CA injector).
+	CABundle []byte
+	// NamespaceSelector limits the webhook to matching namespaces; nil means
+	// DefaultNamespaceSelector.
+	NamespaceSelector *metav1.LabelSelector
+}
+
+// DefaultNamespaceSelector matches every namespace but kube-system and
+// muster-system, so that neither the control plane nor Muster itself can be
+// blocked by the webhook.
+func DefaultNamespaceSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key:      corev1.LabelMetadataName,
+		Operator: metav1.LabelSelectorOpNotIn,
+		Values:   []string{"kube-system", "muster-system"},
+	}}}
+}
+
+// ParseNamespaceSelector parses a namespace selector flag, such as
+// DefaultNamespaceSelectorString. The empty string matches all namespaces.
+func ParseNamespaceSelector(s string) (*metav1.LabelSelector, error) {
+	sel, err := metav1.ParseToLabelSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("parsing namespace selector %q: %w", s, err)
+	}
+	if len(sel.MatchLabels) == 0 {
+		sel.MatchLabels = nil
+	}
+	return sel, nil
+}
+
+// MutatingWebhookConfiguration returns the configuration that sends pod
+// creates with the group label to MutatePath.
+func MutatingWebhookConfiguration(c Config) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	client, err := c.clientConfig(MutatePath)
+	if err != nil {
+		return nil, err
+	}
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    MutatingWebhookName,
+			ClientConfig:            client,
+			Rules:                   podRules(admissionregistrationv1.Create),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			NamespaceSelector:       c.namespaceSelector(),
+			ObjectSelector:          objectSelector(),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](timeoutSeconds),
+			AdmissionReviewVersions: []string{admissionregistrationv1.SchemeGroupVersion.Version},
+			// The patch only adds and never needs to see another webhook's changes.
+			ReinvocationPolicy: ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		}},
+	}, nil
+}
+
+// ValidatingWebhookConfiguration returns the configuration that sends pod
+// creates and updates with the group label to ValidatePath.
+func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	client, err := c.clientConfig(ValidatePath)
+	if err != nil {
+		return nil, err
+	}
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    ValidatingWebhookName,
+			ClientConfig:            client,
+			Rules:                   podRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			NamespaceSelector:       c.namespaceSelector(),
+			ObjectSelector:          objectSelector(),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](timeoutSeconds),
+			AdmissionReviewVersions: []string{admissionregistrationv1.SchemeGroupVersion.Version},
+		}},
+	}, nil
+}
+
+// clientConfig points kube-apiserver at path on the configured server.
+func (c Config) clientConfig(path string) (admissionregistrationv1.WebhookClientConfig, error) {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: c.CABundle}
+	switch {
+	case c.Service != nil && c.URL != "":
+		return cc, errors.New("webhook config: set either a service or a URL, not both")
+	case c.Service != nil:
+		s := c.Service
+		if s.Namespace == "" || s.Name == "" {
+			return cc, errors.New("webhook config: the service needs a namespace and a name")
+		}
+		if s.Port < 0 || s.Port > 65535 {
+			return cc, fmt.Errorf("webhook config: service port %d is out of range", s.Port)
+		}
+		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: ptr.To(path)}
+		if s.Port != 0 {
+			cc.Service.Port = ptr.To(s.Port)
+		}
+		return cc, nil
+	case c.URL != "":
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return cc, fmt.Errorf("webhook config: parsing URL: %w", err)
+		}
+		// The rules kube-apiserver applies to webhook URLs.
+		if u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+			return cc, fmt.Errorf("webhook config: URL %q must be https://host[:port][/prefix], with no user info, query or fragment", c.URL)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/") + path
+		u.RawPath = ""
+		cc.URL = ptr.To(u.String())
+		return cc, nil
+	default:
+		return cc, errors.New("webhook config: set a service or a URL")
+	}
+}
+
+func (c Config) namespaceSelector() *metav1.LabelSelector {
+	if c.NamespaceSelector == nil {
+		return DefaultNamespaceSelector()
+	}
+	return c.NamespaceSelector.DeepCopy()
+}
+
+// objectSelector sends only pods that carry the group label, so that pods
+// that are not Muster's never wait on the webhook, or fail with it. On
+// update, kube-apiserver matches the old object or the new one, so adding or
+// removing the label is still seen.
+func objectSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key:      scheduling.PodGroupLabel,
+		Operator: metav1.LabelSelectorOpExists,
+	}}}
+}
+
+// podRules matches the pods resource itself, not its subresources: the
+// kubelet's status writes and bindings never reach the webhook.
+func podRules(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: ops,
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods"},
+			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+		},
+	}}
+}

@@ -1,0 +1,254 @@
+package pods
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// pod returns a pod with no labels, changed by mods.
+func pod(mods ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func label(k, v string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[k] = v
+	}
+}
+
+func annotation(k, v string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+	}
+}
+
+func inGroup(name string) func(*corev1.Pod) { return label(scheduling.PodGroupLabel, name) }
+
+func withGates(names ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{}
+		for _, n := range names {
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: n})
+		}
+	}
+}
+
+func withFinalizers(names ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Finalizers = append([]string{}, names...) }
+}
+
+func onNode(name string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.NodeName = name }
+}
+
+// prepared is what the webhook leaves on a pod of a gang.
+type prepared struct {
+	Labels     map[string]string
+	Finalizers []string
+	Gates      []string
+}
+
+func preparedOf(p *corev1.Pod) prepared {
+	var gates []string
+	for _, g := range p.Spec.SchedulingGates {
+		gates = append(gates, g.Name)
+	}
+	return prepared{Labels: p.Labels, Finalizers: p.Finalizers, Gates: gates}
+}
+
+func TestMutate(t *testing.T) {
+	const group, gate, fin, managed = scheduling.PodGroupLabel, scheduling.AdmissionGate, scheduling.TrackingFinalizer, scheduling.ManagedLabel
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		want      prepared // after the patch
+		wantOps   int
+		wantWarn  string
+		wantPaths []string // when set, the exact paths of the patch
+	}{
+		{
+			name: "a pod without the group label gets no patch",
+			pod:  pod(label("app", "x"), withFinalizers("keep")),
+			want: prepared{Labels: map[string]string{"app": "x"}, Finalizers: []string{"keep"}},
+		},
+		{
+			name: "a pod with no labels at all gets no patch",
+			pod:  pod(),
+			want: prepared{},
+		},
+		{
+			name: "a pod with an empty group label gets no patch",
+			pod:  pod(inGroup("")),
+			want: prepared{Labels: map[string]string{group: ""}},
+		},
+		{
+			name:      "a pod of a group gets the gate, the finalizer and the managed label",
+			pod:       pod(inGroup("train")),
+			want:      prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps:   3,
+			wantPaths: []string{"/spec/schedulingGates", "/metadata/finalizers", "/metadata/labels/scheduling.muster.dev~1managed"},
+		},
+		{
+			name:      "other gates and finalizers are kept, in order, and ours appended",
+			pod:       pod(inGroup("train"), withGates("b.example.com/two", "a.example.com/one"), withFinalizers("example.com/keep")),
+			want:      prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{"example.com/keep", fin}, Gates: []string{"b.example.com/two", "a.example.com/one", gate}},
+			wantOps:   3,
+			wantPaths: []string{"/spec/schedulingGates/-", "/metadata/finalizers/-", "/metadata/labels/scheduling.muster.dev~1managed"},
+		},
+		{
+			name:    "a gate already present is not added twice",
+			pod:     pod(inGroup("train"), withGates("x.example.com/first", gate)),
+			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{"x.example.com/first", gate}},
+			wantOps: 2,
+		},
+		{
+			name:    "a finalizer already present is not added twice",
+			pod:     pod(inGroup("train"), withFinalizers(fin)),
+			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps: 2,
+		},
+		{
+			name: "a pod created fully prepared, as a Job-like controller would, gets no patch",
+			pod:  pod(inGroup("train"), label(managed, "true"), withGates(gate), withFinalizers(fin)),
+			want: prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+		},
+		{
+			name:    "a managed label with another value is set to true",
+			pod:     pod(inGroup("train"), label(managed, "no"), withGates(gate), withFinalizers(fin)),
+			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps: 1,
+		},
+		{
+			name:    "empty, non-nil lists are replaced by one-item lists",
+			pod:     pod(inGroup("train"), withGates(), withFinalizers()),
+			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps: 3,
+		},
+		{
+			name:     "a pod bound to a node at creation is left unchanged, with a warning",
+			pod:      pod(inGroup("train"), onNode("node-1")),
+			want:     prepared{Labels: map[string]string{group: "train"}},
+			wantWarn: `spec.nodeName "node-1"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops, warnings := mutate(tt.pod.DeepCopy())
+			if len(ops) != tt.wantOps {
+				t.Errorf("got %d ops, want %d: %+v", len(ops), tt.wantOps, ops)
+			}
+			if tt.wantPaths != nil {
+				var paths []string
+				for _, op := range ops {
+					if op.Op != "add" {
+						t.Errorf("op %+v is not an add", op)
+					}
+					paths = append(paths, op.Path)
+				}
+				if !reflect.DeepEqual(paths, tt.wantPaths) {
+					t.Errorf("paths = %q, want %q", paths, tt.wantPaths)
+				}
+			}
+			switch {
+			case tt.wantWarn == "" && len(warnings) > 0:
+				t.Errorf("unexpected warnings %q", warnings)
+			case tt.wantWarn != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], tt.wantWarn)):
+				t.Errorf("warnings = %q, want one containing %q", warnings, tt.wantWarn)
+			}
+			got := preparedOf(applyOps(t, tt.pod, ops))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("after the patch:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// applyOps applies ops to the pod's JSON with the library kube-apiserver uses
+// for webhook patches, so that the test proves what the server will do.
+func applyOps(t *testing.T, p *corev1.Pod, ops []patchOp) *corev1.Pod {
+	t.Helper()
+	if len(ops) == 0 {
+		return p
+	}
+	return applyPatch(t, p, mustJSON(t, ops))
+}
+
+func applyPatch(t *testing.T, p *corev1.Pod, patch []byte) *corev1.Pod {
+	t.Helper()
+	decoded, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		t.Fatalf("decoding patch %s: %v", patch, err)
+	}
+	doc, err := decoded.Apply(mustJSON(t, p))
+	if err != nil {
+		t.Fatalf("applying patch %s: %v", patch, err)
+	}
+	out := &corev1.Pod{}
+	if err := json.Unmarshal(doc, out); err != nil {
+		t.Fatalf("decoding patched pod: %v", err)
+	}
+	return out
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestEscapePointer(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"scheduling.muster.dev/managed", "scheduling.muster.dev~1managed"},
+		{"a~b/c", "a~0b~1c"},
+		{"~1", "~01"},
+	}
+	for _, tt := range tests {
+		if got := escapePointer(tt.in); got != tt.want {
+			t.Errorf("escapePointer(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPatchOpsOnAbsentFields(t *testing.T) {
+	p := pod() // no labels, finalizers or gates: all absent from its JSON
+	ops := []patchOp{
+		setKeyOp("/metadata/labels", p.Labels, scheduling.ManagedLabel, "true"),
+		appendOp("/metadata/finalizers", len(p.Finalizers), scheduling.TrackingFinalizer),
+		appendOp("/spec/schedulingGates", len(p.Spec.SchedulingGates), corev1.PodSchedulingGate{Name: scheduling.AdmissionGate}),
+	}
+	got := preparedOf(applyOps(t, p, ops))
+	want := prepared{
+		Labels:     map[string]string{scheduling.ManagedLabel: "true"},
+		Finalizers: []string{scheduling.TrackingFinalizer},
+		Gates:      []string{scheduling.AdmissionGate},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,135 @@
+package pods
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+var (
+	labelsPath      = field.NewPath("metadata", "labels")
+	annotationsPath = field.NewPath("metadata", "annotations")
+)
+
+// validateCreate checks Muster's labels and annotations on a new pod.
+func validateCreate(pod *corev1.Pod) field.ErrorList {
+	return validateNames(pod, nil)
+}
+
+// validateUpdate checks a pod update: the group and managed labels never
+// change, and Muster's annotations stay well formed.
+func validateUpdate(pod, old *corev1.Pod) field.ErrorList {
+	allErrs := validateNames(pod, old)
+	allErrs = append(allErrs, validateLabelImmutable(pod.Labels, old.Labels, scheduling.PodGroupLabel,
+		"a pod joins a gang only when it is created; create a new pod with the label instead")...)
+	allErrs = append(allErrs, validateLabelImmutable(pod.Labels, old.Labels, scheduling.ManagedLabel,
+		"only Muster's webhook sets it, when it adds the admission gate and tracking finalizer at creation")...)
+	return allErrs
+}
+
+// validateNames checks the format of the group label and the creation
+// annotations. On update (old != nil) a value that did not change is not
+// checked again: a pod stored before the webhook was installed must stay
+// updatable, or the removal of its finalizer could be refused and leave it
+// stuck Terminating.
+func validateNames(pod, old *corev1.Pod) field.ErrorList {
+	var oldLabels, oldAnnotations map[string]string
+	if old != nil {
+		oldLabels, oldAnnotations = old.Labels, old.Annotations
+	}
+	isNew := func(m, oldM map[string]string, keys ...string) bool {
+		if old == nil {
+			return true
+		}
+		for _, k := range keys {
+			v, ok := m[k]
+			ov, had := oldM[k]
+			if ok != had || v != ov {
+				return true
+			}
+		}
+		return false
+	}
+
+	var allErrs field.ErrorList
+	if group, ok := pod.Labels[scheduling.PodGroupLabel]; ok && isNew(pod.Labels, oldLabels, scheduling.PodGroupLabel) {
+		allErrs = append(allErrs, validateName(group, labelsPath.Key(scheduling.PodGroupLabel), "the name of a PodGroup in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
+	}
+
+	ann := pod.Annotations
+	if v, ok := ann[scheduling.MinCountAnnotation]; ok && isNew(ann, oldAnnotations, scheduling.MinCountAnnotation) {
+		allErrs = append(allErrs, validateMinCount(v, annotationsPath.Key(scheduling.MinCountAnnotation))...)
+	}
+	if isNew(ann, oldAnnotations, scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation) {
+		allErrs = append(allErrs, validateWorkloadRef(ann)...)
+	}
+	return allErrs
+}
+
+// validateMinCount accepts what the controller parses into gang.minCount: a
+// positive int32 in base 10.
+func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n <= 0 {
+		return field.ErrorList{field.Invalid(fldPath, v, "must be a positive 32-bit integer in base 10, such as \"8\"")}
+	}
+	return nil
+}
+
+// validateWorkloadRef checks the pair of annotations that becomes the created
+// PodGroup's workloadRef: a workload and a template, or neither.
+func validateWorkloadRef(ann map[string]string) field.ErrorList {
+	workloadPath := annotationsPath.Key(scheduling.WorkloadAnnotation)
+	templatePath := annotationsPath.Key(scheduling.TemplateAnnotation)
+	workload, hasWorkload := ann[scheduling.WorkloadAnnotation]
+	template, hasTemplate := ann[scheduling.TemplateAnnotation]
+
+	var allErrs field.ErrorList
+	if hasWorkload {
+		allErrs = append(allErrs, validateName(workload, workloadPath, "the name of a Workload in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
+	}
+	if hasTemplate {
+		allErrs = append(allErrs, validateName(template, templatePath, "the name of a pod-group template of the Workload", apivalidation.NameIsDNSLabel)...)
+	}
+	switch {
+	case hasWorkload && !hasTemplate:
+		allErrs = append(allErrs, field.Required(templatePath, fmt.Sprintf("must be set when %s is set", scheduling.WorkloadAnnotation)))
+	case hasTemplate && !hasWorkload:
+		allErrs = append(allErrs, field.Required(workloadPath, fmt.Sprintf("must be set when %s is set", scheduling.TemplateAnnotation)))
+	}
+	return allErrs
+}
+
+// validateName checks that v is a valid object name by the given rule.
+func validateName(v string, fldPath *field.Path, what string, isName apivalidation.ValidateNameFunc) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(fldPath, "must be "+what)}
+	}
+	var allErrs field.ErrorList
+	for _, msg := range isName(v, false) {
+		allErrs = append(allErrs, field.Invalid(fldPath, v, msg))
+	}
+	return allErrs
+}
+
+// validateLabelImmutable forbids adding, changing or removing the label key on
+// update; why says why it cannot be added.
+func validateLabelImmutable(labels, oldLabels map[string]string, key, why string) field.ErrorList {
+	fldPath := labelsPath.Key(key)
+	v, has := labels[key]
+	ov, had := oldLabels[key]
+	switch {
+	case had && !has:
+		return field.ErrorList{field.Forbidden(fldPath, fmt.Sprintf("cannot be removed: the label is immutable once set (it was %q)", ov))}
+	case !had && has:
+		return field.ErrorList{field.Forbidden(fldPath, "cannot be added to an existing pod: "+why)}
+	case had && v != ov:
+		return field.ErrorList{field.Invalid(fldPath, v, fmt.Sprintf("field is immutable: the label cannot change once set (it was %q)", ov))}
+	}
+	return nil
+}
