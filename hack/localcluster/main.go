@@ -1,0 +1,140 @@
+// Command localcluster runs a local control plane with Muster registered
+// with the aggregator (`make run`): etcd, kube-apiserver, kube-scheduler,
+// kwok fake nodes and muster-apiserver, until interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/test/cluster"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		opts      cluster.Options
+		out       string
+		manifests stringList
+		musterArg stringList
+	)
+	klog.InitFlags(nil)
+	flag.IntVar(&opts.Nodes, "nodes", 4, "number of kwok fake nodes")
+	flag.StringVar(&opts.NodeCPU, "node-cpu", "32", "CPU capacity of each node")
+	flag.StringVar(&opts.NodeMemory, "node-memory", "256Gi", "memory capacity of each node")
+	flag.IntVar(&opts.NodePods, "node-pods", 110, "pod capacity of each node")
+	flag.StringVar(&out, "out", "_out", "work dir for certificates, kubeconfig, etcd data and logs")
+	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory with etcd, kube-apiserver, kube-scheduler, kwok and kubectl")
+	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
+	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable)")
+	flag.Var(&manifests, "muster-manifest", "YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
+	flag.Parse()
+	if !flagSet("muster-binary") {
+		opts.MusterBinary = filepath.Join(opts.BinDir, "muster-apiserver")
+	}
+	opts.WorkDir = out
+	opts.MusterArgs = musterArg
+	opts.MusterManifests = manifests
+	if !flagSet("muster-manifest") {
+		opts.MusterManifests = cluster.DefaultMusterManifests()
+	}
+
+	if missing := opts.MissingBinaries(); len(missing) > 0 {
+		return fmt.Errorf("missing %s: run hack/build-tools.sh (and build muster-apiserver), or pass --muster-binary= to run without Muster",
+			strings.Join(missing, ", "))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", out, err)
+	}
+	lock := filepath.Join(out, "run.pid")
+	if err := acquireLock(lock); err != nil {
+		if errors.Is(err, errAlreadyRunning) {
+			return fmt.Errorf("%w; use it with --kubeconfig %s, or stop it first (Ctrl-C in its terminal)", err, filepath.Join(out, "kubeconfig"))
+		}
+		return err
+	}
+	defer releaseLock(lock)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("starting local cluster in %s (logs in %s)...\n", out, filepath.Join(out, "logs"))
+	began := time.Now()
+	c, err := cluster.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	printUsage(c, opts, out, time.Since(began))
+
+	if err := waitForExit(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("\nstopping local cluster...")
+	return nil
+}
+
+// flagSet reports whether a flag was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// printUsage tells the user how to reach the cluster.
+func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.Duration) {
+	kubeconfig := filepath.Join(out, "kubeconfig")
+	kubectl := filepath.Join(opts.BinDir, cluster.KubectlBinary)
+	fmt.Printf("\nlocal cluster is up after %s: kube-apiserver %s, %d kwok nodes\n", took.Round(time.Second), c.APIServerURL, opts.Nodes)
+	if c.MusterURL != "" {
+		fmt.Printf("muster-apiserver %s, registered as APIService %s\n", c.MusterURL, cluster.MusterAPIServiceName)
+	}
+	fmt.Printf("\ntry:\n")
+	fmt.Printf("  %s --kubeconfig %s get nodes\n", kubectl, kubeconfig)
+	if c.MusterURL != "" {
+		fmt.Printf("  %s --kubeconfig %s get pg -A\n", kubectl, kubeconfig)
+		fmt.Printf("  %s --kubeconfig %s get workloads -A\n", kubectl, kubeconfig)
+		fmt.Printf("  %s --kubeconfig %s api-resources --api-group=%s\n", kubectl, kubeconfig, cluster.MusterGroup)
+	}
+	fmt.Printf("  %s --kubeconfig %s run demo --image=busybox --restart=Never --annotations=%s=30s\n", kubectl, kubeconfig, cluster.RunForAnnotation)
+	fmt.Printf("\nor: export KUBECONFIG=%s\n", kubeconfig)
+	fmt.Printf("logs: %s/{etcd,kube-apiserver,kube-scheduler,kwok,muster-apiserver}.log\n", filepath.Join(out, "logs"))
+	fmt.Printf("press Ctrl-C to stop\n")
+}
+
+// waitForExit blocks until ctx ends (a signal) or a component dies.
+func waitForExit(ctx context.Context, c *cluster.Cluster) error {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if exited := c.Exited(); len(exited) > 0 {
+				return fmt.Errorf("%s exited unexpectedly; see %s", strings.Join(exited, ", "), filepath.Dir(c.LogPath(exited[0])))
+			}
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	opts Options
+	pki  *pkiFiles
+
+	// WorkDir holds pki/, logs/, etcd data and the kubeconfigs.
+	WorkDir string
+	// Kubeconfig is the path of an admin (system:masters) kubeconfig.
+	Kubeconfig string
+	// Config and Client are admin clients for kube-apiserver.
+	Config *rest.Config
+	Client kubernetes.Interface
+	// APIServerURL is kube-apiserver's https://127.0.0.1:<port>.
+	APIServerURL string
+	// EtcdURL is etcd's client URL, shared by kube-apiserver and Muster.
+	EtcdURL string
+	// MusterURL is Muster's own https://127.0.0.1:<port>, empty when Muster
+	// is not run.
+	MusterURL string
+
+	musterPort int
+
+	mu       sync.Mutex
+	procs    []*process
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+}
+
+// Start brings up a cluster and returns once every component is ready: the
+// fake nodes are Ready and, if Options.MusterBinary is set, Muster's API
+// answers through kube-apiserver. A reused work dir loses its old etcd data
+// and logs. On error everything started is stopped.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if missing := opts.MissingBinaries(); len(missing) > 0 {
+		return nil, fmt.Errorf("missing binaries %s; run hack/build-tools.sh", strings.Join(missing, ", "))
+	}
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &Cluster{opts: opts, WorkDir: opts.WorkDir, cancel: cancel}
+	if err := c.start(ctx, bgCtx); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("starting local cluster (logs in %s): %w", c.logDir(), err)
+	}
+	return c, nil
+}
+
+// start runs the steps of Start in order; bgCtx lives until Stop.
+func (c *Cluster) start(ctx, bgCtx context.Context) error {
+	logger := klog.FromContext(ctx)
+	// A work dir may hold a previous run: its data and logs are stale.
+	for _, dir := range []string{c.logDir(), filepath.Join(c.WorkDir, "etcd")} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("clearing previous run: %w", err)
+		}
+	}
+	if err := os.MkdirAll(c.logDir(), 0o755); err != nil {
+		return fmt.Errorf("creating log dir: %w", err)
+	}
+	pki, err := generatePKI(filepath.Join(c.WorkDir, "pki"))
+	if err != nil {
+		return fmt.Errorf("generating certificates: %w", err)
+	}
+	c.pki = pki
+
+	steps := []step{
+		{"etcd", c.startEtcd},
+		{"kube-apiserver", c.startKubeAPIServer},
+		{"default service accounts", func(context.Context) error { return c.runDefaultServiceAccounts(bgCtx) }},
+		{"kube-scheduler", c.startScheduler},
+		{"kwok", c.startKwok},
+		{"fake nodes", c.createNodes},
+	}
+	if c.opts.MusterBinary != "" {
+		steps = append(steps, step{"muster-apiserver", c.startMuster}, step{"aggregation", c.registerMuster})
+	}
+	for _, step := range steps {
+		began := time.Now()
+		if err := step.run(ctx); err != nil {
+			return err
+		}
+		logger.Info("Started", "component", step.name, "took", time.Since(began).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// step is one named stage of Start.
+type step struct {
+	name string
+	run  func(context.Context) error
+}
+
+// Stop stops every process, newest first, and waits for them to exit. It
+// is safe to call more than once. The work dir is left for inspection.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		c.cancel()
+		c.mu.Lock()
+		procs := c.procs
+		c.procs = nil
+		c.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	})
+}
+
+// Exited returns the names of processes that have stopped on their own,
+// which means the cluster is broken.
+func (c *Cluster) Exited() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var names []string
+	for _, p := range c.procs {
+		if p.exited() {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// LogPath returns the log file of a component (etcd, kube-apiserver,
+// kube-scheduler, kwok, muster-apiserver).
+func (c *Cluster) LogPath(component string) string {
+	return filepath.Join(c.logDir(), component+".log")
+}
+
+// Kubectl runs bin/kubectl with the admin kubeconfig and returns its
+// combined output.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.opts.binary(KubectlBinary), append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
+// track records a started process so Stop ends it.
+func (c *Cluster) track(p *process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.procs = append(c.procs, p)
+}
+
+// logDir is where each process writes <name>.log.
+func (c *Cluster) logDir() string {
+	return filepath.Join(c.WorkDir, "logs")
+}

@@ -1,0 +1,24 @@
+// Package cluster runs a local Kubernetes control plane for tests and
+// `make run`: etcd, kube-apiserver, kube-scheduler and kwok fake nodes, all
+// as processes on free 127.0.0.1 ports, plus Muster's apiserver registered
+// with the aggregator. Several clusters can run at once; Cluster.Stop ends
+// every process it started (each runs in its own process group, and dies
+// with the harness if the harness is killed).
+//
+// The binaries come from hack/build-tools.sh. There is no
+// kube-controller-manager: the harness itself creates each namespace's
+// "default" ServiceAccount and removes the not-ready taint from fake nodes
+// once kwok reports them Ready. Nothing else a controller manager does
+// happens (no garbage collection, Job or namespace deletion controllers).
+//
+// Pods bound to the fake nodes follow the kwok Stages in stages/:
+//
+//   - they start Running and Ready at once, or after the duration in
+//     annotation sim.muster.dev/start-after;
+//   - with sim.muster.dev/run-for: <duration> they exit after that long,
+//     Succeeded, or Failed with the code in sim.muster.dev/exit-code when it
+//     is not 0; without run-for they run until deleted;
+//   - when deleted they are killed (exit 137, Failed) when the grace period
+//     ends, or exit 143 after sim.muster.dev/stop-after: <duration>; they are
+//     then removed once they have no finalizers.
+package cluster

@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// musterReadRole names the ClusterRole with what every k8s.io/apiserver
+// based server reads from kube-apiserver (namespaces for the lifecycle
+// admission plugin, admission configuration, priority and fairness).
+const musterReadRole = "muster-apiserver:harness-read"
+
+// startMuster creates Muster's identity and RBAC, applies
+// Options.MusterManifests and runs the muster-apiserver binary against the
+// shared etcd under /muster.
+func (c *Cluster) startMuster(ctx context.Context) error {
+	if err := c.createMusterNamespace(ctx); err != nil {
+		return err
+	}
+	for _, manifest := range c.opts.MusterManifests {
+		if _, err := c.Kubectl(ctx, "apply", "-f", manifest); err != nil {
+			return fmt.Errorf("applying Muster manifest: %w", err)
+		}
+	}
+	if err := c.grantMusterDelegation(ctx); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(c.WorkDir, "muster-apiserver.kubeconfig")
+	creds := credentials{certFile: c.pki.MusterClientCert, keyFile: c.pki.MusterClientKey}
+	if err := writeKubeconfig(kubeconfig, c.APIServerURL, c.pki.CACert, creds); err != nil {
+		return err
+	}
+	start := func(ports []int) (*process, error) {
+		args := []string{
+			"--secure-port=" + strconv.Itoa(ports[0]),
+			"--bind-address=127.0.0.1",
+			"--tls-cert-file=" + c.pki.MusterServingCert,
+			"--tls-private-key-file=" + c.pki.MusterServKey,
+			"--kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--etcd-servers=" + c.EtcdURL,
+			"--etcd-prefix=/muster",
+		}
+		return startProcess("muster-apiserver", c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
+	}
+	ready := func(ctx context.Context, p *process, ports []int) error {
+		url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
+		return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return c.httpsOK(ctx, url) })
+	}
+	p, ports, err := launch(ctx, 1, start, ready)
+	if err != nil {
+		return fmt.Errorf("starting muster-apiserver: %w", err)
+	}
+	c.track(p)
+	c.musterPort = ports[0]
+	c.MusterURL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	return nil
+}
+
+// createMusterNamespace creates Muster's namespace and service account.
+// The harness's client certificate for Muster carries that service
+// account's user name and groups.
+func (c *Cluster) createMusterNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MusterNamespace}}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", MusterNamespace, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: MusterService, Namespace: MusterNamespace}}
+	if _, err := c.Client.CoreV1().ServiceAccounts(MusterNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service account for Muster: %w", err)
+	}
+	return nil
+}
+
+// grantMusterDelegation grants Muster what any aggregated API server needs,
+// whatever Options.MusterManifests grant besides: delegated authentication
+// and authorization, reading the front-proxy CA from kube-system, and the
+// reads of k8s.io/apiserver's admission and flow-control machinery. Objects
+// of the same name from the manifests are left as they are.
+func (c *Cluster) grantMusterDelegation(ctx context.Context) error {
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: MusterService, Namespace: MusterNamespace}}
+	readRole := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: musterReadRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"flowcontrol.apiserver.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	clusterBinding := func(name, role string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   subject,
+		}
+	}
+	authReader := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "muster-apiserver:extension-apiserver-authentication-reader", Namespace: metav1.NamespaceSystem},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"},
+		Subjects:   subject,
+	}
+
+	rbac := c.Client.RbacV1()
+	creates := []struct {
+		what   string
+		create func() error
+	}{
+		{"read role", func() error { _, err := rbac.ClusterRoles().Create(ctx, readRole, metav1.CreateOptions{}); return err }},
+		{"read binding", func() error {
+			_, err := rbac.ClusterRoleBindings().Create(ctx, clusterBinding(musterReadRole, musterReadRole), metav1.CreateOptions{})
+			return err
+		}},
+		{"auth-delegator binding", func() error {
+			b := clusterBinding("muster-apiserver:system:auth-delegator", "system:auth-delegator")
+			_, err := rbac.ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+			return err
+		}},
+		{"authentication reader binding", func() error {
+			_, err := rbac.RoleBindings(metav1.NamespaceSystem).Create(ctx, authReader, metav1.CreateOptions{})
+			return err
+		}},
+	}
+	for _, cr := range creates {
+		if err := cr.create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Muster %s: %w", cr.what, err)
+		}
+	}
+	return nil
+}

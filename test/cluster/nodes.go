@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+)
+
+// NodeTypeLabel is set to "kwok" on every fake node.
+const NodeTypeLabel = "type"
+
+// maxNodes keeps every node's /24 podCIDR inside 10.244.0.0/14 and below.
+const maxNodes = 1024
+
+// NodeName returns the name of the i-th fake node.
+func NodeName(i int) string {
+	return fmt.Sprintf("kwok-node-%d", i)
+}
+
+// fakeNode builds the i-th fake node. kwok manages it because of the
+// annotation; its capacity is what the scheduler packs pods against.
+func (c *Cluster) fakeNode(i int) (*corev1.Node, error) {
+	capacity := corev1.ResourceList{}
+	for name, value := range map[corev1.ResourceName]string{
+		corev1.ResourceCPU:    c.opts.NodeCPU,
+		corev1.ResourceMemory: c.opts.NodeMemory,
+		corev1.ResourcePods:   fmt.Sprint(c.opts.NodePods),
+	} {
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		capacity[name] = q
+	}
+	name := NodeName(i)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				NodeTypeLabel:          "kwok",
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+			},
+			Annotations: map[string]string{
+				KwokNodeAnnotation:             "fake",
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+		},
+		Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 244+i/256, i%256)},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			// The kubelet API of every fake node is kwok's server on loopback.
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+		},
+	}, nil
+}
+
+// createNodes creates the fake nodes and waits until kwok reports them all
+// Ready.
+func (c *Cluster) createNodes(ctx context.Context) error {
+	if c.opts.Nodes > maxNodes {
+		return fmt.Errorf("at most %d nodes are supported, got %d", maxNodes, c.opts.Nodes)
+	}
+	for i := range c.opts.Nodes {
+		node, err := c.fakeNode(i)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", node.Name, err)
+		}
+	}
+	var ready int
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, c.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeTypeLabel + "=kwok"})
+		if err != nil {
+			return false, nil
+		}
+		ready = 0
+		for i := range nodes.Items {
+			if nodeReady(&nodes.Items[i]) {
+				ready++
+			}
+		}
+		return ready >= c.opts.Nodes, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d fake nodes to be Ready (%d are; see logs/kwok.log): %w", c.opts.Nodes, ready, err)
+	}
+	for i := range c.opts.Nodes {
+		if err := c.untaintNotReady(ctx, NodeName(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// untaintNotReady removes the not-ready taint that the TaintNodesByCondition
+// admission plugin puts on every new node. The node-lifecycle controller of
+// kube-controller-manager would remove it once the node is Ready; the
+// harness runs no controller manager, so it does that itself.
+func (c *Cluster) untaintNotReady(ctx context.Context, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady
+		})
+		if len(taints) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = taints
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("removing not-ready taint from node %s: %w", name, err)
+	}
+	return nil
+}
+
+// nodeReady reports whether the node's Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

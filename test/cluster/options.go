@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Names of the binaries the harness runs from Options.BinDir.
+const (
+	EtcdBinary          = "etcd"
+	KubeAPIServerBinary = "kube-apiserver"
+	SchedulerBinary     = "kube-scheduler"
+	KwokBinary          = "kwok"
+	KubectlBinary       = "kubectl"
+)
+
+// RequiredBinaries are the binaries every cluster needs in Options.BinDir;
+// hack/build-tools.sh builds them.
+var RequiredBinaries = []string{EtcdBinary, KubeAPIServerBinary, SchedulerBinary, KwokBinary, KubectlBinary}
+
+// MusterRBACManifest is Muster's RBAC, relative to the repository root.
+const MusterRBACManifest = "artifacts/base/rbac.yaml"
+
+// modulePath identifies the repository root when BinDir is defaulted.
+const modulePath = "github.com/muster-dev/muster"
+
+// Options configures a local cluster. The zero value is usable.
+type Options struct {
+	// BinDir holds the control-plane binaries. Defaults to $MUSTER_BIN_DIR,
+	// else bin/ at the root of the repository containing the working directory.
+	BinDir string
+	// WorkDir receives certificates, etcd data, kubeconfigs and logs/.
+	// Defaults to a new temporary directory.
+	WorkDir string
+
+	// Nodes is the number of kwok fake nodes to create (default 4).
+	Nodes int
+	// NodeCPU, NodeMemory and NodePods are each node's capacity
+	// (default 32, 256Gi and 110).
+	NodeCPU    string
+	NodeMemory string
+	NodePods   int
+
+	// MusterBinary is the muster-apiserver to run and register with the
+	// aggregator. Empty runs the cluster without Muster.
+	MusterBinary string
+	// MusterArgs are appended to the flags the harness passes to Muster.
+	MusterArgs []string
+	// MusterManifests are YAML files applied with kubectl before Muster
+	// starts, for example the RBAC its service account needs.
+	MusterManifests []string
+
+	// APIServerArgs and SchedulerArgs are appended to the harness's flags
+	// for kube-apiserver and kube-scheduler, e.g. --feature-gates.
+	APIServerArgs []string
+	SchedulerArgs []string
+
+	// StartTimeout bounds each component's start (default 2m).
+	StartTimeout time.Duration
+}
+
+// withDefaults fills unset fields.
+func (o Options) withDefaults() (Options, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 4
+	}
+	if o.NodeCPU == "" {
+		o.NodeCPU = "32"
+	}
+	if o.NodeMemory == "" {
+		o.NodeMemory = "256Gi"
+	}
+	if o.NodePods == 0 {
+		o.NodePods = 110
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 2 * time.Minute
+	}
+	if o.BinDir == "" {
+		dir, err := DefaultBinDir()
+		if err != nil {
+			return o, err
+		}
+		o.BinDir = dir
+	}
+	if o.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "muster-cluster-")
+		if err != nil {
+			return o, fmt.Errorf("creating work dir: %w", err)
+		}
+		o.WorkDir = dir
+	}
+	var err error
+	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
+		return o, fmt.Errorf("resolving bin dir: %w", err)
+	}
+	if o.WorkDir, err = filepath.Abs(o.WorkDir); err != nil {
+		return o, fmt.Errorf("resolving work dir: %w", err)
+	}
+	if o.MusterBinary != "" {
+		if o.MusterBinary, err = filepath.Abs(o.MusterBinary); err != nil {
+			return o, fmt.Errorf("resolving muster binary: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// binary returns the path of a control-plane binary.
+func (o Options) binary(name string) string {
+	return filepath.Join(o.BinDir, name)
+}
+
+// MissingBinaries lists the required binaries (and Muster's, if set) that
+// are not executable files. An empty BinDir means DefaultBinDir.
+func (o Options) MissingBinaries() []string {
+	if o.BinDir == "" {
+		if dir, err := DefaultBinDir(); err == nil {
+			o.BinDir = dir
+		}
+	}
+	paths := make([]string, 0, len(RequiredBinaries)+1)
+	for _, name := range RequiredBinaries {
+		paths = append(paths, o.binary(name))
+	}
+	if o.MusterBinary != "" {
+		paths = append(paths, o.MusterBinary)
+	}
+	var missing []string
+	for _, p := range paths {
+		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
+// DefaultBinDir returns $MUSTER_BIN_DIR, or bin/ at the repository root. A
+// relative $MUSTER_BIN_DIR is taken from the repository root too, since
+// `go test` runs each package in its own directory.
+func DefaultBinDir() (string, error) {
+	dir := os.Getenv("MUSTER_BIN_DIR")
+	if filepath.IsAbs(dir) {
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		dir = "bin"
+	}
+	return filepath.Join(root, dir), nil
+}
+
+// RepoRoot walks up from the working directory to the directory whose
+// go.mod declares the Muster module.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding repository root: %w", err)
+	}
+	for {
+		if declaresModule(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod for module %s above the working directory", modulePath)
+		}
+		dir = parent
+	}
+}
+
+// declaresModule reports whether the go.mod at path is Muster's.
+func declaresModule(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		line := strings.TrimSpace(scanner.Text())
+		if rest, ok := strings.CutPrefix(line, "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`) == modulePath
+		}
+	}
+	return false
+}
+
+// DefaultMusterManifests returns the repository's MusterRBACManifest as an
+// absolute path, or nothing if there is none, for Options.MusterManifests.
+func DefaultMusterManifests() []string {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil
+	}
+	path := filepath.Join(root, MusterRBACManifest)
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	return []string{path}
+}
