@@ -35,7 +35,9 @@ type Cluster struct {
 	// is not run.
 	MusterURL string
 
-	musterPort int
+	musterPort       int
+	musterKubeconfig string
+	muster           *process
 
 	mu       sync.Mutex
 	procs    []*process
@@ -91,7 +93,7 @@ func (c *Cluster) start(ctx, bgCtx context.Context) error {
 		{"fake nodes", c.createNodes},
 	}
 	if c.opts.MusterBinary != "" {
-		steps = append(steps, step{"muster-apiserver", c.startMuster}, step{"aggregation", c.registerMuster})
+		steps = append(steps, step{"muster-apiserver", c.startMuster}, step{"aggregation", c.registerMuster}, step{"pod webhook", c.registerWebhooks})
 	}
 	for _, step := range steps {
 		began := time.Now()

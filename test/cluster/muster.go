@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,31 +38,71 @@ func (c *Cluster) startMuster(ctx context.Context) error {
 	if err := writeKubeconfig(kubeconfig, c.APIServerURL, c.pki.CACert, creds); err != nil {
 		return err
 	}
-	start := func(ports []int) (*process, error) {
-		args := []string{
-			"--secure-port=" + strconv.Itoa(ports[0]),
-			"--bind-address=127.0.0.1",
-			"--tls-cert-file=" + c.pki.MusterServingCert,
-			"--tls-private-key-file=" + c.pki.MusterServKey,
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--etcd-servers=" + c.EtcdURL,
-			"--etcd-prefix=/muster",
-		}
-		return startProcess("muster-apiserver", c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
-	}
-	ready := func(ctx context.Context, p *process, ports []int) error {
-		url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
-		return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return c.httpsOK(ctx, url) })
-	}
-	p, ports, err := launch(ctx, 1, start, ready)
+	c.musterKubeconfig = kubeconfig
+	p, ports, err := launch(ctx, 1, c.runMuster, c.musterReady)
 	if err != nil {
 		return fmt.Errorf("starting muster-apiserver: %w", err)
 	}
-	c.track(p)
+	c.setMuster(p)
 	c.musterPort = ports[0]
 	c.MusterURL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	return nil
+}
+
+// runMuster starts the muster-apiserver process on the given port.
+func (c *Cluster) runMuster(ports []int) (*process, error) {
+	args := []string{
+		"--secure-port=" + strconv.Itoa(ports[0]),
+		"--bind-address=127.0.0.1",
+		"--tls-cert-file=" + c.pki.MusterServingCert,
+		"--tls-private-key-file=" + c.pki.MusterServKey,
+		"--kubeconfig=" + c.musterKubeconfig,
+		"--authentication-kubeconfig=" + c.musterKubeconfig,
+		"--authorization-kubeconfig=" + c.musterKubeconfig,
+		"--etcd-servers=" + c.EtcdURL,
+		"--etcd-prefix=/muster",
+	}
+	return startProcess("muster-apiserver", c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
+}
+
+func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) error {
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
+	return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return c.httpsOK(ctx, url) })
+}
+
+func (c *Cluster) setMuster(p *process) {
+	c.track(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.muster = p
+}
+
+// KillMuster kills the muster-apiserver process with SIGKILL, as a crash
+// would: no graceful shutdown, no Lease release.
+func (c *Cluster) KillMuster() {
+	c.mu.Lock()
+	p := c.muster
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// RestartMuster starts muster-apiserver again on its old port, which the
+// APIService and the webhooks point at, and waits until it is ready.
+func (c *Cluster) RestartMuster(ctx context.Context) error {
+	c.KillMuster()
+	p, err := c.runMuster([]int{c.musterPort})
+	if err != nil {
+		return err
+	}
+	if err := c.musterReady(ctx, p, []int{c.musterPort}); err != nil {
+		p.stop()
+		return fmt.Errorf("restarting muster-apiserver: %w", err)
+	}
+	c.setMuster(p)
 	return nil
 }
 

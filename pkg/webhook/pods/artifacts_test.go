@@ -1,0 +1,53 @@
+package pods
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"sigs.k8s.io/yaml"
+)
+
+// TestArtifactsMatchBuilder keeps artifacts/base/webhooks.yaml, which
+// deployments apply, in step with the configurations this package builds
+// for the local cluster: the same webhooks, rules and selectors.
+func TestArtifactsMatchBuilder(t *testing.T) {
+	data, err := os.ReadFile("../../../artifacts/base/webhooks.yaml")
+	if err != nil {
+		t.Fatalf("reading artifacts: %v", err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("webhooks.yaml has %d documents, want 2", len(docs))
+	}
+	var mutating admissionregistrationv1.MutatingWebhookConfiguration
+	var validating admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &mutating); err != nil {
+		t.Fatalf("decoding the mutating configuration: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &validating); err != nil {
+		t.Fatalf("decoding the validating configuration: %v", err)
+	}
+	cfg := Config{
+		Service:  &ServiceReference{Namespace: "muster-system", Name: "muster-apiserver", Port: 443},
+		CABundle: mutating.Webhooks[0].ClientConfig.CABundle,
+	}
+	wantM, err := MutatingWebhookConfiguration(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantV, err := ValidatingWebhookConfiguration(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutating.Annotations, validating.Annotations = nil, nil
+	if !apiequality.Semantic.DeepEqual(wantM.Webhooks, mutating.Webhooks) {
+		t.Errorf("mutating webhooks differ from the builder:\n%s", diff.Diff(wantM.Webhooks, mutating.Webhooks))
+	}
+	if !apiequality.Semantic.DeepEqual(wantV.Webhooks, validating.Webhooks) {
+		t.Errorf("validating webhooks differ from the builder:\n%s", diff.Diff(wantV.Webhooks, validating.Webhooks))
+	}
+}
