@@ -57,13 +57,22 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 // ungate removes the admission gate from every gated pod of an admitted
 // group, in parallel, and observes the gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
-	if len(v.gatedPods) == 0 {
+	var pods []*corev1.Pod
+	for _, p := range v.gatedPods {
+		// The cache still shows a finalizer that cleanup took off: wait until
+		// it shows the removal, which syncs the group again, so that the gate
+		// patch puts the finalizer back (adoptOps).
+		if !c.expectations.pending(p.UID) {
+			pods = append(pods, p)
+		}
+	}
+	if len(pods) == 0 {
 		return nil
 	}
-	done, errs := c.patchPods(ctx, v.gatedPods, removeGatePatch)
+	done, errs := c.patchPods(ctx, pods, removeGatePatch)
 	metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {
-		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(v.gatedPods), errors.Join(errs...))
+		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(pods), errors.Join(errs...))
 	}
 	key := pg.Namespace + "/" + pg.Name
 	c.mu.Lock()

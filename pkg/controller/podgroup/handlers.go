@@ -53,7 +53,7 @@ func (c *Controller) deletePod(obj interface{}) {
 	}
 	c.expectations.observed(p.UID)
 	c.mu.Lock()
-	for _, reason := range []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation} {
+	for _, reason := range []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation, reasonGroupFinished} {
 		delete(c.warned, string(p.UID)+"/"+reason)
 	}
 	c.mu.Unlock()
@@ -77,6 +77,7 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 	metrics.forgetGroup(key)
 	c.mu.Lock()
 	delete(c.lastFlush, key)
+	delete(c.lastPodSeen, key)
 	c.mu.Unlock()
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.
 }

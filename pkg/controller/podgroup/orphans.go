@@ -138,7 +138,11 @@ func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*cor
 	want := minCount(pg)
 	for _, p := range pods {
 		v, has := p.Annotations[scheduling.MinCountAnnotation]
-		if !has || v == strconv.Itoa(int(want)) {
+		if !has {
+			continue
+		}
+		// Compare numbers: the webhook accepts "08" and "+8" as 8.
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil && int32(n) == want {
 			continue
 		}
 		c.warnOnce(string(p.UID)+"/"+reasonMinCountMismatch, func() {

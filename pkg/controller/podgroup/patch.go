@@ -29,14 +29,36 @@ func removeGatePatch(p *corev1.Pod) ([]byte, bool) {
 	for i, g := range p.Spec.SchedulingGates {
 		if g.Name == scheduling.AdmissionGate {
 			path := fmt.Sprintf("/spec/schedulingGates/%d", i)
-			return mustJSON([]jsonPatchOp{
+			return mustJSON(append([]jsonPatchOp{
 				{Op: "test", Path: "/metadata/uid", Value: p.UID},
 				{Op: "test", Path: path + "/name", Value: scheduling.AdmissionGate},
 				{Op: "remove", Path: path},
-			}), true
+			}, adoptOps(p)...)), true
 		}
 	}
 	return nil, false
+}
+
+// adoptOps put the tracking finalizer back, in the patch that releases the
+// pod, on a gated pod that lacks it: cleanup takes it off every pod of a
+// deleted group, and without it a re-created group that adopts the pod would
+// never count its end (KEP-2307, "Pod adoption"). Only a pod that is neither
+// terminal nor being deleted gets it; such a pod has never been counted, so
+// counting stays exactly-once.
+func adoptOps(p *corev1.Pod) []jsonPatchOp {
+	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	if hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) || terminal || p.DeletionTimestamp != nil {
+		return nil
+	}
+	if len(p.Finalizers) == 0 {
+		// The resourceVersion test makes the patch fail, rather than replace
+		// a finalizer list another tool set since the pod was read.
+		return []jsonPatchOp{
+			{Op: "test", Path: "/metadata/resourceVersion", Value: p.ResourceVersion},
+			{Op: "add", Path: "/metadata/finalizers", Value: []string{scheduling.TrackingFinalizer}},
+		}
+	}
+	return []jsonPatchOp{{Op: "add", Path: "/metadata/finalizers/-", Value: scheduling.TrackingFinalizer}}
 }
 
 // removeFinalizerPatch removes the tracking finalizer, guarded the same way.

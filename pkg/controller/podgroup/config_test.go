@@ -1,0 +1,145 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		mod     func(*Config)
+		wantErr string
+	}{
+		{name: "the defaults are valid", mod: func(*Config) {}},
+		{name: "at least one worker", mod: func(c *Config) { c.Workers = 0 }, wantErr: "--controller-workers"},
+		{name: "at least one patch in flight", mod: func(c *Config) { c.PatchConcurrency = 0 }, wantErr: "--pod-patch-concurrency"},
+		{name: "a negative release grace is rejected", mod: func(c *Config) { c.ReleaseGrace = -time.Second }, wantErr: "--release-grace"},
+		{name: "a zero release grace is allowed", mod: func(c *Config) { c.ReleaseGrace = 0 }},
+		{name: "a negative batch period is rejected", mod: func(c *Config) { c.StatusBatchPeriod = -time.Second }, wantErr: "--status-batch-period"},
+		{name: "a namespace selector that does not parse is rejected", mod: func(c *Config) { c.NamespaceSelector = "a in (" }, wantErr: "--namespace-selector"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mod(&c)
+			errs := c.Validate()
+			switch {
+			case tc.wantErr == "" && len(errs) > 0:
+				t.Errorf("Validate() = %v, want no error", errs)
+			case tc.wantErr != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.wantErr)):
+				t.Errorf("Validate() = %v, want one error naming %s", errs, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestConfigFlags(t *testing.T) {
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	c.AddFlags(fs)
+	err := fs.Parse([]string{"--controller-workers=2", "--pod-patch-concurrency=3", "--release-grace=1m",
+		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Workers: 2, PatchConcurrency: 3, ReleaseGrace: time.Minute, FastRelease: false,
+		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a"}
+	if c != want {
+		t.Errorf("config = %+v, want %+v", c, want)
+	}
+}
+
+func TestNewRejectsABadNamespaceSelector(t *testing.T) {
+	h := newHarness(t, nil)
+	c := DefaultConfig()
+	c.NamespaceSelector = "a in ("
+	if _, err := New(c, h.kube, h.muster, nil, nil, nil, h.recorder); err == nil {
+		t.Errorf("New accepted a namespace selector that does not parse")
+	}
+}
+
+func TestManagedNamespace(t *testing.T) {
+	ns := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
+	}
+	h := newHarness(t, nil, ns("kube-system"), ns("muster-system"), ns("team-a"))
+	for name, want := range map[string]bool{testNS: true, "team-a": true, "kube-system": false, "muster-system": false, "unknown": false} {
+		if got := h.c.managedNamespace(name); got != want {
+			t.Errorf("managedNamespace(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestPodIndex(t *testing.T) {
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{name: "a labelled pod is indexed by namespace and group", pod: newPod("p"), want: []string{testKey}},
+		{name: "a pod without the label is not indexed", pod: newPod("p", func(p *corev1.Pod) { delete(p.Labels, scheduling.PodGroupLabel) })},
+		{name: "an empty label is no group", pod: newPod("p", inGroup(""))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{})
+			if err := AddPodIndexers(informer); err != nil {
+				t.Fatal(err)
+			}
+			got, err := informer.GetIndexer().IndexKeys(GroupIndex, testKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 0 {
+				t.Fatalf("empty index holds %v", got)
+			}
+			if err := informer.GetIndexer().Add(tc.pod); err != nil {
+				t.Fatal(err)
+			}
+			keys := informer.GetIndexer().ListIndexFuncValues(GroupIndex)
+			if strings.Join(keys, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("index values = %v, want %v", keys, tc.want)
+			}
+		})
+	}
+}
+
+func TestTransformPodDropsManagedFields(t *testing.T) {
+	p := newPod("p", func(p *corev1.Pod) { p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}} })
+	out, err := TransformPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*corev1.Pod); got.ManagedFields != nil || got.Name != "p" {
+		t.Errorf("transformed pod = %+v, want it without managedFields", got.ObjectMeta)
+	}
+	if _, err := TransformPod(&corev1.Namespace{}); err != nil {
+		t.Errorf("TransformPod of a non-pod: %v", err)
+	}
+}
+
+func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
+	var o metav1.ListOptions
+	PodListOptions(&o)
+	if o.LabelSelector != scheduling.PodGroupLabel {
+		t.Errorf("label selector = %q, want %q", o.LabelSelector, scheduling.PodGroupLabel)
+	}
+}
+
+func TestExpectations(t *testing.T) {
+	e := newFinalizerExpectations()
+	e.expectRemoval("a", "b")
+	e.observed("a")
+	if e.pending("a") || !e.pending("b") || e.pending("c") {
+		t.Errorf("pending a/b/c = %v/%v/%v, want false/true/false", e.pending("a"), e.pending("b"), e.pending("c"))
+	}
+}

@@ -1,0 +1,129 @@
+package podgroup
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	musterfake "github.com/muster-dev/muster/pkg/generated/clientset/versioned/fake"
+	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
+)
+
+// TestRun runs the controller as muster-apiserver wires it, with informers
+// that list and watch the fake clientsets, and drives a gang of 3 from gated
+// to Succeeded. It polls for each state instead of sleeping.
+func TestRun(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: map[string]string{corev1.LabelMetadataName: testNS}}}
+	stranger := newPod("stranger", func(p *corev1.Pod) { delete(p.Labels, scheduling.PodGroupLabel) })
+	kube := kubefake.NewSimpleClientset(withVersions(objects(nil, newPod("p-0"), newPod("p-1"), stranger))...)
+	if err := kube.Tracker().Add(ns); err != nil {
+		t.Fatal(err)
+	}
+	muster := musterfake.NewSimpleClientset(withVersions(objects(newGroup(3)))...)
+	keepVersions(&kube.Fake, kube.Tracker())
+	keepVersions(&muster.Fake, muster.Tracker())
+
+	podFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+		kubeinformers.WithTweakListOptions(PodListOptions), kubeinformers.WithTransform(TransformPod))
+	pods := podFactory.Core().V1().Pods()
+	if err := AddPodIndexers(pods.Informer()); err != nil {
+		t.Fatal(err)
+	}
+	nsFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
+	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
+	c, err := New(DefaultConfig(), kube, muster, pods, nsFactory.Core().V1().Namespaces(),
+		musterFactory.Scheduling().V1alpha1().PodGroups(), record.NewFakeRecorder(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	podFactory.Start(ctx.Done())
+	nsFactory.Start(ctx.Done())
+	musterFactory.Start(ctx.Done())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		podFactory.Shutdown()
+		nsFactory.Shutdown()
+		musterFactory.Shutdown()
+	})
+
+	getPod := func(name string) *corev1.Pod {
+		p, err := kube.CoreV1().Pods(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	getGroup := func() *v1alpha1.PodGroup {
+		pg, err := muster.SchedulingV1alpha1().PodGroups(testNS).Get(ctx, testGroup, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pg
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return cond(), nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+
+	waitFor("the short group to say so", func() bool {
+		c := cond(getGroup(), v1alpha1.ConditionAdmitted)
+		return c != nil && c.Message == "has 2 of the 3 active pods it needs"
+	})
+	for _, n := range []string{"p-0", "p-1"} {
+		if !hasGate(getPod(n)) {
+			t.Fatalf("%s was ungated before the gang was complete", n)
+		}
+	}
+
+	if _, err := kube.CoreV1().Pods(testNS).Create(ctx, newPod("p-2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the gang to be released", func() bool {
+		return !hasGate(getPod("p-0")) && !hasGate(getPod("p-1")) && !hasGate(getPod("p-2"))
+	})
+	wantCondition(t, getGroup(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+
+	for _, n := range []string{"p-0", "p-1", "p-2"} {
+		p := getPod(n)
+		succeeded(p)
+		if _, err := kube.CoreV1().Pods(testNS).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("the group to finish", func() bool { return isFinished(getGroup()) })
+	pg := getGroup()
+	wantCounts(t, pg, 3, 0)
+	wantUncounted(t, pg, nil, nil)
+	wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
+	for _, n := range []string{"p-0", "p-1", "p-2"} {
+		if hasTrackingFinalizer(getPod(n)) {
+			t.Errorf("%s keeps its finalizer", n)
+		}
+	}
+	for _, a := range kube.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok && p.GetName() == "stranger" {
+			t.Errorf("a pod without the group label was patched: %s", p.GetPatch())
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+)
+
+func TestSoonest(t *testing.T) {
+	cases := []struct {
+		name string
+		in   []time.Duration
+		want time.Duration
+	}{
+		{name: "nothing to wait for", want: 0},
+		{name: "zeros mean no timer", in: []time.Duration{0, 0}, want: 0},
+		{name: "the smallest positive wins", in: []time.Duration{0, 30 * time.Second, time.Millisecond, 11 * time.Second}, want: time.Millisecond},
+		{name: "negative durations are ignored", in: []time.Duration{-time.Second, 5 * time.Second}, want: 5 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := soonest(tc.in...); got != tc.want {
+				t.Errorf("soonest(%v) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestUntilNext(t *testing.T) {
+	cases := []struct {
+		name      string
+		nextCheck time.Time
+		want      time.Duration
+	}{
+		{name: "no deleted pod, no timer", want: 0},
+		{name: "one second past the end of the grace period", nextCheck: t0.Add(10 * time.Second), want: 11 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := untilNext(&podView{nextCheck: tc.nextCheck}, t0); got != tc.want {
+				t.Errorf("untilNext = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSyncErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		key     string
+		objs    []runtime.Object
+		setup   func(h *harness)
+		wantErr bool
+		check   func(t *testing.T, h *harness)
+	}{{
+		name: "a malformed key is dropped without an error",
+		key:  "a/b/c",
+	}, {
+		name: "a failed first status write acts on nothing",
+		key:  testKey,
+		objs: objects(newGroup(2), pods("p", 2)...),
+		setup: func(h *harness) {
+			h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
+				return true, nil, errors.New("injected")
+			})
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("pods patched after a failed status write: %v", got)
+			}
+		},
+	}, {
+		name: "a failed first status write removes no finalizer",
+		key:  testKey,
+		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
+		setup: func(h *harness) {
+			h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
+				return true, nil, errors.New("injected")
+			})
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("finalizers removed before their UIDs were stored: %v", got)
+			}
+			if !hasTrackingFinalizer(h.pod("ok")) {
+				t.Errorf("ok lost its finalizer")
+			}
+		},
+	}, {
+		name: "a failed second status write is returned; the next sync counts from what was stored",
+		key:  testKey,
+		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
+		setup: func(h *harness) {
+			n := 0
+			h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
+				n++
+				if n == 2 && !h.healed.Load() {
+					return true, nil, errors.New("injected")
+				}
+				return false, nil, nil
+			})
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			pg := h.group()
+			wantUncounted(t, pg, uids("ok"), nil)
+			wantCounts(t, pg, 0, 0)
+			h.heal()
+			h.step(time.Second)
+			pg = h.group()
+			wantUncounted(t, pg, nil, nil)
+			wantCounts(t, pg, 1, 0)
+		},
+	}, {
+		name: "a sync from a stale PodGroup cache fails with a Conflict and writes nothing",
+		key:  testKey,
+		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
+		setup: func(h *harness) {
+			h.sync() // counts ok; the group's cache does not see it.
+			h.observePods()
+			h.reset()
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			if got := h.mutations(); len(got) != 1 || got[0] != "update podgroups/status pg" {
+				t.Errorf("calls = %q, want one rejected status write", got)
+			}
+			pg := h.group()
+			wantCounts(t, pg, 1, 0)
+			wantUncounted(t, pg, nil, nil)
+			h.step(time.Second)
+			wantCounts(t, h.group(), 1, 0)
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, tc.objs...)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			_, err := h.c.sync(t.Context(), tc.key)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("sync error = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.check != nil {
+				tc.check(t, h)
+			}
+		})
+	}
+}
+
+// TestProcessNextWorkItem checks what the queue does with a sync's result,
+// on a queue driven by the fake clock.
+func TestProcessNextWorkItem(t *testing.T) {
+	cases := []struct {
+		name string
+		objs []runtime.Object
+		// failStatus makes status writes fail.
+		failStatus bool
+		requeues   int
+		// back is when the key comes back to the queue; 0 for never.
+		back time.Duration
+	}{{
+		name: "a successful sync with nothing to wait for forgets the key",
+		objs: objects(newGroup(2), pods("p", 2)...),
+	}, {
+		name:       "a failed sync goes back to the queue with backoff",
+		objs:       objects(newGroup(2), pods("p", 2)...),
+		failStatus: true,
+		requeues:   1,
+		back:       5 * time.Millisecond,
+	}, {
+		name: "a sync that waits for the release grace comes back when it ends",
+		objs: objects(admitted(2), newPod("a", failed)),
+		back: 30 * time.Second,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, tc.objs...)
+			h.c.queue.ShutDown()
+			h.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+				workqueue.TypedRateLimitingQueueConfig[string]{Clock: h.clock})
+			t.Cleanup(h.c.queue.ShutDown)
+			if tc.failStatus {
+				h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
+					return true, nil, errors.New("injected")
+				})
+			}
+			h.c.queue.Add(testKey)
+			if !h.c.processNextWorkItem(t.Context()) {
+				t.Fatal("processNextWorkItem reported a shut-down queue")
+			}
+			if got := h.c.queue.NumRequeues(testKey); got != tc.requeues {
+				t.Errorf("requeues = %d, want %d", got, tc.requeues)
+			}
+			if got := h.c.queue.Len(); got != 0 {
+				t.Fatalf("queue length = %d right after the sync, want 0", got)
+			}
+			if tc.back == 0 {
+				return // the sync returned no delay; the tables above check that.
+			}
+			h.clock.Step(tc.back - time.Nanosecond)
+			if h.c.queue.Len() != 0 {
+				t.Errorf("the key came back before %s", tc.back)
+			}
+			h.clock.Step(time.Nanosecond)
+			err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return h.c.queue.Len() == 1, nil
+			})
+			if err != nil {
+				t.Errorf("the key did not come back after %s", tc.back)
+			}
+		})
+	}
+}
