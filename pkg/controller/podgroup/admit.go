@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -32,18 +33,12 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		for i, g := range gates {
 			names[i] = g.Name
 		}
-		msg := fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))
-		if setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonSchedulingGated, msg, now) {
-			c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
-		}
+		c.wait(pg, condReasonSchedulingGated, fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", ")), now)
 		return false
 	}
 	need := minCount(pg)
 	if v.active < need {
-		msg := fmt.Sprintf("has %d of the %d active pods it needs", v.active, need)
-		if setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, msg, now) {
-			c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
-		}
+		c.wait(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
 		return false
 	}
 	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
@@ -54,6 +49,17 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 	return true
 }
 
+// wait records why the group is not admitted. The condition's message keeps
+// the latest count; an event is recorded only when the reason changes, not
+// for every pod that arrives.
+func (c *Controller) wait(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
+	old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
+	if old == nil || old.Reason != reason {
+		c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
+	}
+}
+
 // ungate removes the admission gate from every gated pod of an admitted
 // group, in parallel, and observes the gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
@@ -62,7 +68,8 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 		// The cache still shows a finalizer that cleanup took off: wait until
 		// it shows the removal, which syncs the group again, so that the gate
 		// patch puts the finalizer back (adoptOps).
-		if !c.expectations.pending(p.UID) {
+		// Nor release a pod twice from a cache that still shows its gate.
+		if !c.expectations.pending(p.UID) && !c.ungated.pending(p.UID) {
 			pods = append(pods, p)
 		}
 	}
@@ -70,6 +77,7 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 		return nil
 	}
 	done, errs := c.patchPods(ctx, pods, removeGatePatch)
+	c.ungated.expectRemoval(done...)
 	metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {
 		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(pods), errors.Join(errs...))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -44,7 +45,10 @@ type Controller struct {
 	queue        workqueue.TypedRateLimitingInterface[string]
 	recorder     record.EventRecorder
 	expectations *finalizerExpectations
-	clock        clock.Clock
+	// ungated holds pods whose admission gate was removed, until the
+	// informer shows it.
+	ungated *finalizerExpectations
+	clock   clock.Clock
 
 	mu sync.Mutex
 	// lastPodSeen is when the newest pod of a group was first seen, for the
@@ -78,6 +82,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
 		recorder:     recorder,
 		expectations: newFinalizerExpectations(),
+		ungated:      newFinalizerExpectations(),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		lastFlush:    map[string]time.Time{},
@@ -137,7 +142,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	requeueAfter, err := c.sync(ctx, key)
 	metrics.syncDuration.Observe(c.clock.Since(start).Seconds())
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Syncing PodGroup", "key", key)
+		if isStaleRead(err) {
+			// Expected while the cache catches up with our own writes.
+			klog.FromContext(ctx).V(3).Info("Retrying PodGroup after a stale read", "key", key, "err", err)
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Syncing PodGroup", "key", key)
+		}
 		c.queue.AddRateLimited(key)
 		return true
 	}
@@ -146,6 +156,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.AddAfter(key, requeueAfter)
 	}
 	return true
+}
+
+// isStaleRead reports whether err only says that the sync worked from a
+// cache older than the object: a conflict on write.
+func isStaleRead(err error) bool {
+	return apierrors.IsConflict(err)
 }
 
 // podsOf returns the pods labelled for a group, from the index.

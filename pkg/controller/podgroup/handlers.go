@@ -27,6 +27,9 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if !hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) {
 		c.expectations.observed(p.UID)
 	}
+	if !hasGate(p) {
+		c.ungated.observed(p.UID)
+	}
 	if !c.managedNamespace(p.Namespace) {
 		return
 	}
@@ -52,6 +55,7 @@ func (c *Controller) deletePod(obj interface{}) {
 		}
 	}
 	c.expectations.observed(p.UID)
+	c.ungated.observed(p.UID)
 	c.mu.Lock()
 	for _, reason := range []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation, reasonGroupFinished} {
 		delete(c.warned, string(p.UID)+"/"+reason)

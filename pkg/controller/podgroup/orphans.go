@@ -30,7 +30,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	}
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) {
+		if p.DeletionTimestamp != nil && hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(p.UID) {
 			deleting = append(deleting, p)
 		}
 	}

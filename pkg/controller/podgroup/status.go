@@ -16,6 +16,26 @@ func equalStatus(a, b *v1alpha1.PodGroup) bool {
 	return apiequality.Semantic.DeepEqual(a.Status, b.Status)
 }
 
+// decisionChanged reports whether b records a decision that a differs in:
+// admission, scheduling, finishing (with the start of a replacement wait),
+// the accounting lists and counts, or the timestamps. Counters of existing
+// pods, messages and the derived phase are not decisions.
+func decisionChanged(a, b *v1alpha1.PodGroup) bool {
+	return !apiequality.Semantic.DeepEqual(decisions(&a.Status), decisions(&b.Status))
+}
+
+func decisions(s *v1alpha1.PodGroupStatus) *v1alpha1.PodGroupStatus {
+	d := s.DeepCopy()
+	d.Pods, d.Gated, d.Active, d.Scheduled, d.Ready = 0, 0, 0, 0, 0
+	d.Phase, d.ObservedGeneration = "", 0
+	for i := range d.Conditions {
+		d.Conditions[i].Message = ""
+		d.Conditions[i].ObservedGeneration = 0
+		d.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	return d
+}
+
 // setCounters copies the counts of existing pods into status.
 func setCounters(pg *v1alpha1.PodGroup, v *podView) {
 	s := &pg.Status

@@ -36,6 +36,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("reading PodGroup %s: %w", key, err)
 	}
+	if !c.managedNamespace(namespace) {
+		// Muster leaves pods here alone, but never leaves a group stuck.
+		if pg.DeletionTimestamp != nil {
+			return 0, c.removeGroupFinalizer(ctx, pg)
+		}
+		return 0, nil
+	}
 	if pg.DeletionTimestamp != nil {
 		return 0, c.cleanup(ctx, pg, pods)
 	}
@@ -52,7 +59,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	admitted := c.admit(next, view, now)
 	markScheduled(next, view, now)
 	next.Status.ObservedGeneration = pg.Generation
-	if pg, err = c.writeStatus(ctx, pg, next); err != nil {
+	pg, flushAfter, err := c.writeStatus(ctx, key, pg, next, now)
+	if err != nil {
 		return 0, err
 	}
 
@@ -68,33 +76,42 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 
 	// 3. Count what lost its finalizer, and finish the group if it is done.
 	next = pg.DeepCopy()
+	setCounters(next, view)
+	next.Status.ObservedGeneration = pg.Generation
 	countRemoved(next, view, removed)
 	finishAfter := c.finish(next, view, removed, now)
-	flushed := !equalStatus(pg, next)
-	if pg, err = c.writeStatus(ctx, pg, next); err != nil {
+	pg, flushAfter, err = c.writeStatus(ctx, key, pg, next, now)
+	if err != nil {
 		return 0, err
-	}
-	if flushed {
-		c.markFlushed(key, now)
 	}
 	metrics.observeGroup(key, pg)
 	if removeErr != nil {
 		return 0, removeErr
 	}
-	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, untilNext(view, now)), nil
+	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now)), nil
 }
 
-// writeStatus writes next's status when it differs from pg's and returns
-// the stored object.
-func (c *Controller) writeStatus(ctx context.Context, pg, next *v1alpha1.PodGroup) (*v1alpha1.PodGroup, error) {
+// writeStatus writes next's status and returns the stored group. A status
+// that records a decision (see decisions) is written at once. One that only
+// refreshes counters or messages is written at most once per
+// StatusBatchPeriod: then writeStatus keeps pg and says when to flush, so
+// that a gang whose pods change state together costs a few writes, not one
+// per pod event.
+func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1alpha1.PodGroup, now time.Time) (*v1alpha1.PodGroup, time.Duration, error) {
 	if equalStatus(pg, next) {
-		return pg, nil
+		return pg, 0, nil
+	}
+	if !decisionChanged(pg, next) {
+		if wait := c.flushWait(key, now); wait > 0 {
+			return pg, wait, nil
+		}
 	}
 	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, metav1UpdateOptions)
 	if err != nil {
-		return nil, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+		return nil, 0, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
-	return updated, nil
+	c.markFlushed(key, now)
+	return updated, 0, nil
 }
 
 func moreToRecordDelay(more bool) time.Duration {

@@ -126,6 +126,8 @@ func TestSyncErrors(t *testing.T) {
 			h.sync() // counts ok; the group's cache does not see it.
 			h.observePods()
 			h.reset()
+			// Past the batch period, so that the refreshed counters are written.
+			h.clock.Step(2 * time.Second)
 		},
 		wantErr: true,
 		check: func(t *testing.T, h *harness) {
