@@ -95,7 +95,9 @@ func (o *Options) writeStandaloneKubeconfig(cfg *genericapiserver.RecommendedCon
 		Server:                   "https://" + net.JoinHostPort(addr.IP.String(), fmt.Sprint(addr.Port)),
 		CertificateAuthorityData: caPEM,
 	}
-	kc.AuthInfos["muster"] = &clientcmdapi.AuthInfo{}
+	// Any credential will do: every request runs as the local admin. Without
+	// one, kubectl would prompt for a user name.
+	kc.AuthInfos["muster"] = &clientcmdapi.AuthInfo{Token: "standalone"}
 	kc.Contexts["muster"] = &clientcmdapi.Context{Cluster: "muster", AuthInfo: "muster", Namespace: "default"}
 	kc.CurrentContext = "muster"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
