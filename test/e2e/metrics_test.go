@@ -6,7 +6,9 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -68,4 +70,55 @@ func scrapeMetrics(t *testing.T, ctx context.Context) []byte {
 func withNegotiation(cfg *rest.Config) *rest.Config {
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	return cfg
+}
+
+// TestControllerMetrics runs a small gang and checks that /metrics carries
+// what operators watch: gate-removal latency, gated pods by phase, pods
+// accounted by result, and the workqueue's depth and latency.
+func TestControllerMetrics(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	createGroup(t, ctx, ns, "metered", 2)
+	createPod(t, ctx, newPod(ns, "w-0", podOpts{group: "metered", runFor: "1s"}))
+	waitFor(t, ctx, "the gated-pods gauge to count the waiting pod", func(ctx context.Context) (bool, error) {
+		return metricValue(t, ctx, `muster_gated_pods{phase="Pending"}`) >= 1, nil
+	})
+	createPod(t, ctx, newPod(ns, "w-1", podOpts{group: "metered", runFor: "1s"}))
+	waitGroupFinished(t, ctx, ns, "metered")
+
+	for _, series := range []string{
+		"muster_pod_scheduling_gate_removal_seconds_count",
+		`muster_pods_accounted_total{result="succeeded"}`,
+		`workqueue_depth{name="podgroup"}`,
+		`workqueue_queue_duration_seconds_count{name="podgroup"}`,
+		`muster_pods_ungated_total`,
+	} {
+		if v := metricValue(t, ctx, series); v < 0 {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+	if v := metricValue(t, ctx, "muster_pod_scheduling_gate_removal_seconds_count"); v < 1 {
+		t.Errorf("gate-removal latency observed %v times, want at least 1", v)
+	}
+	if v := metricValue(t, ctx, `muster_pods_accounted_total{result="succeeded"}`); v < 2 {
+		t.Errorf("pods accounted as succeeded = %v, want at least 2", v)
+	}
+}
+
+// metricValue returns the value of one series, or -1 when it is absent.
+func metricValue(t *testing.T, ctx context.Context, series string) float64 {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(scrapeMetrics(t, ctx)))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, series+" ") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, series)), 64)
+		if err != nil {
+			t.Fatalf("parsing %q: %v", line, err)
+		}
+		return v
+	}
+	return -1
 }
