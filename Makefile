@@ -12,7 +12,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build tools run run-standalone test verify unit integration e2e codegen clean help
+.PHONY: all build tools run run-standalone test verify unit integration e2e bench codegen clean help
 
 all: build
 
@@ -46,6 +46,9 @@ integration: ## The server in-process on an embedded etcd.
 
 e2e: build tools ## A real kube-apiserver, kube-scheduler and kwok with Muster aggregated in.
 	MUSTER_BIN_DIR=$(BIN) $(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) ./test/cluster/... ./test/e2e/...
+
+bench: ## Benchmarks of the controller's hot paths; they print numbers, they assert nothing about speed.
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/controller/...
 
 codegen: ## Regenerate deepcopy, conversion, defaulters, OpenAPI and clients.
 	hack/update-codegen.sh
