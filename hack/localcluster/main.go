@@ -118,7 +118,7 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 		fmt.Printf("  %s --kubeconfig %s api-resources --api-group=%s\n", kubectl, kubeconfig, cluster.MusterGroup)
 	}
 	fmt.Printf("  %s --kubeconfig %s run demo --image=busybox --restart=Never --annotations=%s=30s\n", kubectl, kubeconfig, cluster.RunForAnnotation)
-	fmt.Printf("\nor: export KUBECONFIG=%s\n", kubeconfig)
+	fmt.Printf("\nor, with the kubectl that make run built on your PATH:\n  export PATH=%s:$PATH KUBECONFIG=%s\n  kubectl get pg -A\n", opts.BinDir, kubeconfig)
 	fmt.Printf("logs: %s/{etcd,kube-apiserver,kube-scheduler,kwok,muster-apiserver}.log\n", filepath.Join(out, "logs"))
 	fmt.Printf("press Ctrl-C to stop\n")
 }
