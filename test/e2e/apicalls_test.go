@@ -44,7 +44,10 @@ func TestAPICallsPerPod(t *testing.T) {
 	if patches != 2*n {
 		t.Errorf("pod patches = %v, want %d: one gate removal and one finalizer removal per pod", patches, 2*n)
 	}
-	if statusWrites > n/4 {
-		t.Errorf("status writes = %v, want at most %d for %d pods: writes must be batched per group", statusWrites, n/4, n)
+	// Writes are per group and batched in time (about one a second while
+	// pods change, plus one per decision), so a gang whose pods start and end
+	// within seconds costs far fewer writes than it has pods.
+	if statusWrites > n/2 {
+		t.Errorf("status writes = %v, want at most %d for %d pods: writes must be batched per group", statusWrites, n/2, n)
 	}
 }

@@ -89,10 +89,11 @@ func TestSyncAccount(t *testing.T) {
 				t.Errorf("pods patched again: %v", got)
 			}
 			wantCounts(t, h.group(), 1, 0)
-			// Once the informer shows the removal, the expectation is gone.
+			// Once a sync's snapshot shows the removal, the expectation is gone.
 			h.observePods()
-			if h.c.expectations.pending("uid-ok") {
-				t.Errorf("expectation for ok still pending after the informer showed its finalizer gone")
+			h.sync()
+			if h.c.expectations.pending(testKey, "uid-ok") {
+				t.Errorf("expectation for ok still pending after a sync saw its finalizer gone")
 			}
 		},
 	}, {

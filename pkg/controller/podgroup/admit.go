@@ -63,13 +63,14 @@ func (c *Controller) wait(pg *v1alpha1.PodGroup, reason, msg string, now time.Ti
 // ungate removes the admission gate from every gated pod of an admitted
 // group, in parallel, and observes the gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
+	key := groupKeyOf(pg)
 	var pods []*corev1.Pod
 	for _, p := range v.gatedPods {
 		// The cache still shows a finalizer that cleanup took off: wait until
 		// it shows the removal, which syncs the group again, so that the gate
 		// patch puts the finalizer back (adoptOps).
 		// Nor release a pod twice from a cache that still shows its gate.
-		if !c.expectations.pending(p.UID) && !c.ungated.pending(p.UID) {
+		if !c.expectations.pending(key, p.UID) && !c.ungated.pending(key, p.UID) {
 			pods = append(pods, p)
 		}
 	}
@@ -77,12 +78,11 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 		return nil
 	}
 	done, errs := c.patchPods(ctx, pods, removeGatePatch)
-	c.ungated.expectRemoval(done...)
+	c.ungated.expect(key, done...)
 	metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {
 		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(pods), errors.Join(errs...))
 	}
-	key := pg.Namespace + "/" + pg.Name
 	c.mu.Lock()
 	seen, ok := c.lastPodSeen[key]
 	delete(c.lastPodSeen, key)

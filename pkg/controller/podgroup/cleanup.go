@@ -22,7 +22,7 @@ import (
 func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
 	var tracked []*corev1.Pod
 	for _, p := range pods {
-		if hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(p.UID) {
+		if hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(groupKeyOf(pg), p.UID) {
 			tracked = append(tracked, p)
 		}
 		if hasGate(p) {
@@ -33,7 +33,7 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 		}
 	}
 	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch)
-	c.expectations.expectRemoval(done...)
+	c.expectations.expect(groupKeyOf(pg), done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of deleted PodGroup %s/%s: %w", pg.Namespace, pg.Name, errors.Join(errs...))
 	}

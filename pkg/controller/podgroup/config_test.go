@@ -135,11 +135,29 @@ func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
 	}
 }
 
-func TestExpectations(t *testing.T) {
-	e := newFinalizerExpectations()
-	e.expectRemoval("a", "b")
-	e.observed("a")
-	if e.pending("a") || !e.pending("b") || e.pending("c") {
-		t.Errorf("pending a/b/c = %v/%v/%v, want false/true/false", e.pending("a"), e.pending("b"), e.pending("c"))
+func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
+	shown := func(p *corev1.Pod) bool { return hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) }
+	tests := []struct {
+		name    string
+		pods    []*corev1.Pod
+		pending bool
+	}{
+		{"a snapshot that still shows the finalizer keeps the expectation", []*corev1.Pod{newPod("a")}, true},
+		{"a snapshot without the finalizer settles it", []*corev1.Pod{newPod("a", noFinalizer)}, false},
+		{"a snapshot without the pod settles it", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRemovalExpectations(shown)
+			e.expect(testKey, "uid-a")
+			e.expect("other/group", "uid-a")
+			e.settle(testKey, tc.pods)
+			if got := e.pending(testKey, "uid-a"); got != tc.pending {
+				t.Errorf("pending = %v, want %v", got, tc.pending)
+			}
+			if !e.pending("other/group", "uid-a") {
+				t.Errorf("settling one group touched another")
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
 	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
@@ -42,13 +43,13 @@ type Controller struct {
 	nsSelector labels.Selector
 	synced     []cache.InformerSynced
 
-	queue        workqueue.TypedRateLimitingInterface[string]
-	recorder     record.EventRecorder
-	expectations *finalizerExpectations
-	// ungated holds pods whose admission gate was removed, until the
-	// informer shows it.
-	ungated *finalizerExpectations
-	clock   clock.Clock
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	// expectations holds pods whose tracking finalizer was removed, and
+	// ungated pods whose admission gate was removed, until a sync sees it.
+	expectations *removalExpectations
+	ungated      *removalExpectations
+	clock        clock.Clock
 
 	mu sync.Mutex
 	// lastPodSeen is when the newest pod of a group was first seen, for the
@@ -81,8 +82,8 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		synced:       []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
 		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
 		recorder:     recorder,
-		expectations: newFinalizerExpectations(),
-		ungated:      newFinalizerExpectations(),
+		expectations: newRemovalExpectations(func(p *corev1.Pod) bool { return hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) }),
+		ungated:      newRemovalExpectations(hasGate),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		lastFlush:    map[string]time.Time{},

@@ -3,46 +3,82 @@ package podgroup
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// finalizerExpectations remembers pods from which the controller removed
-// something (the tracking finalizer, or the admission gate) but whose update
-// the informer has not shown yet. Until it does, the cache still shows what
-// was removed. For the finalizer, without this record the next sync would put
-// the already counted pod into uncountedTerminatedPods again and count it
-// twice; the Job controller guards KEP-2307 the same way. For the gate, it
-// saves a patch that would fail its test against the pod as it now is.
-type finalizerExpectations struct {
-	mu   sync.Mutex
-	uids map[types.UID]struct{}
+// removalExpectations remember, per group, pods from which the controller
+// removed something (the tracking finalizer, or the admission gate) that the
+// informer cache may still show. For the finalizer, without this record a
+// sync working from that cache would put the already counted pod into
+// uncountedTerminatedPods again and count it twice; the Job controller guards
+// KEP-2307 the same way. For the gate, it saves a patch that would fail its
+// test against the pod as it now is.
+//
+// An expectation is dropped only by a sync whose own snapshot of the group's
+// pods no longer shows the removed thing (or no longer has the pod). Dropping
+// it from an informer handler instead would race with a sync that took its
+// snapshot just before the cache caught up, and that sync would act on the
+// stale snapshot.
+type removalExpectations struct {
+	// shows reports whether a pod still carries what was removed.
+	shows func(*corev1.Pod) bool
+
+	mu      sync.Mutex
+	byGroup map[string]map[types.UID]struct{}
 }
 
-func newFinalizerExpectations() *finalizerExpectations {
-	return &finalizerExpectations{uids: map[types.UID]struct{}{}}
+func newRemovalExpectations(shows func(*corev1.Pod) bool) *removalExpectations {
+	return &removalExpectations{shows: shows, byGroup: map[string]map[types.UID]struct{}{}}
 }
 
-// expectRemoval records that the removal from these pods is done in the API.
-func (e *finalizerExpectations) expectRemoval(uids ...types.UID) {
+// expect records that the removal from these pods of group key is done in the API.
+func (e *removalExpectations) expect(key string, uids ...types.UID) {
+	if len(uids) == 0 {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	set := e.byGroup[key]
+	if set == nil {
+		set = map[types.UID]struct{}{}
+		e.byGroup[key] = set
+	}
 	for _, u := range uids {
-		e.uids[u] = struct{}{}
+		set[u] = struct{}{}
 	}
 }
 
-// observed is called when the informer shows the pod without what was
-// removed, or the pod's deletion.
-func (e *finalizerExpectations) observed(uid types.UID) {
+// pending reports whether the removal from a pod of group key is not yet
+// seen by the last settled snapshot.
+func (e *removalExpectations) pending(key string, uid types.UID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.uids, uid)
+	_, ok := e.byGroup[key][uid]
+	return ok
 }
 
-// pending reports whether the removal from the pod is not yet observed.
-func (e *finalizerExpectations) pending(uid types.UID) bool {
+// settle drops the expectations that a sync's snapshot of the group's pods
+// has caught up with: pods that no longer show what was removed, or are gone.
+func (e *removalExpectations) settle(key string, pods []*corev1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.uids[uid]
-	return ok
+	set := e.byGroup[key]
+	if len(set) == 0 {
+		return
+	}
+	stillShown := make(map[types.UID]bool, len(set))
+	for _, p := range pods {
+		if _, ok := set[p.UID]; ok {
+			stillShown[p.UID] = e.shows(p)
+		}
+	}
+	for uid := range set {
+		if !stillShown[uid] {
+			delete(set, uid)
+		}
+	}
+	if len(set) == 0 {
+		delete(e.byGroup, key)
+	}
 }

@@ -24,12 +24,6 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if old.ResourceVersion == p.ResourceVersion {
 		return // a resync: nothing changed.
 	}
-	if !hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) {
-		c.expectations.observed(p.UID)
-	}
-	if !hasGate(p) {
-		c.ungated.observed(p.UID)
-	}
 	if !c.managedNamespace(p.Namespace) {
 		return
 	}
@@ -54,8 +48,6 @@ func (c *Controller) deletePod(obj interface{}) {
 			return
 		}
 	}
-	c.expectations.observed(p.UID)
-	c.ungated.observed(p.UID)
 	c.mu.Lock()
 	for _, reason := range []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation, reasonGroupFinished} {
 		delete(c.warned, string(p.UID)+"/"+reason)

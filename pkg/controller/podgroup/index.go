@@ -43,6 +43,11 @@ func AddPodIndexers(informer cache.SharedIndexInformer) error {
 	}})
 }
 
+// groupKeyOf is the queue key of a PodGroup.
+func groupKeyOf(pg metav1.Object) string {
+	return pg.GetNamespace() + "/" + pg.GetName()
+}
+
 // groupKey is the queue key of a pod's group.
 func groupKey(p *corev1.Pod) (string, bool) {
 	name := p.Labels[scheduling.PodGroupLabel]

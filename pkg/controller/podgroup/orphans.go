@@ -30,13 +30,13 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	}
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(p.UID) {
+		if p.DeletionTimestamp != nil && hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(namespace+"/"+name, p.UID) {
 			deleting = append(deleting, p)
 		}
 	}
 	if len(deleting) > 0 {
 		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch)
-		c.expectations.expectRemoval(done...)
+		c.expectations.expect(namespace+"/"+name, done...)
 		if len(errs) > 0 {
 			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
 		}

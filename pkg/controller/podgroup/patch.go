@@ -104,10 +104,24 @@ func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatc
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("patching pod %s/%s: %w", p.Namespace, p.Name, err))
+			errs = append(errs, fmt.Errorf("patching pod %s/%s%s: %w", p.Namespace, p.Name, causes(err), err))
 			return
 		}
 		done = append(done, p.UID)
 	})
 	return done, errs
+}
+
+// causes returns the server's detailed reasons for a rejected patch, such as
+// which test operation failed, which the generic 422 message leaves out.
+func causes(err error) string {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil {
+		return ""
+	}
+	var out string
+	for _, c := range status.Status().Details.Causes {
+		out += " (" + c.Message + ")"
+	}
+	return out
 }

@@ -29,6 +29,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	// What this snapshot already shows needs no more guarding.
+	c.expectations.settle(key, pods)
+	c.ungated.settle(key, pods)
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, c.syncMissingGroup(ctx, namespace, name, pods)
