@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -78,7 +79,40 @@ func (c *Cluster) registerMuster(ctx context.Context) error {
 	if err := waitAPIServiceAvailable(ctx, apiServices, c.opts.StartTimeout); err != nil {
 		return err
 	}
-	return c.waitKubectlServes(ctx)
+	if err := c.waitKubectlServes(ctx); err != nil {
+		return err
+	}
+	return c.waitOpenAPIMerged(ctx)
+}
+
+// waitOpenAPIMerged waits until kube-apiserver's OpenAPI v3 lists Muster's
+// group. The aggregator fetches an APIService's OpenAPI in the background,
+// some time after the APIService is Available; until then kubectl explain
+// and kubectl's client-side field validation do not know Muster's kinds.
+func (c *Cluster) waitOpenAPIMerged(ctx context.Context) error {
+	var lastErr error
+	path := "apis/" + MusterGroup + "/" + MusterVersion
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, c.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
+		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/openapi/v3").DoRaw(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		var index struct {
+			Paths map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal(body, &index); err != nil {
+			lastErr = err
+			return false, nil
+		}
+		_, ok := index.Paths[path]
+		lastErr = fmt.Errorf("/openapi/v3 does not list %s yet", path)
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for Muster's OpenAPI to be merged (last: %v): %w", lastErr, err)
+	}
+	return nil
 }
 
 // waitAPIServiceAvailable waits for the aggregator's Available condition.
