@@ -39,7 +39,7 @@ func (c *Cluster) startMuster(ctx context.Context) error {
 		return err
 	}
 	c.musterKubeconfig = kubeconfig
-	p, ports, err := launch(ctx, 1, c.runMuster, c.musterReady)
+	p, ports, err := launch(ctx, 1, c.musterRunner("muster-apiserver"), c.musterReady)
 	if err != nil {
 		return fmt.Errorf("starting muster-apiserver: %w", err)
 	}
@@ -49,8 +49,13 @@ func (c *Cluster) startMuster(ctx context.Context) error {
 	return nil
 }
 
-// runMuster starts the muster-apiserver process on the given port.
-func (c *Cluster) runMuster(ports []int) (*process, error) {
+// musterRunner starts a muster-apiserver process, logging to <name>.log.
+func (c *Cluster) musterRunner(name string) func(ports []int) (*process, error) {
+	return func(ports []int) (*process, error) { return c.runMuster(name, ports) }
+}
+
+// runMuster starts a muster-apiserver process on the given port.
+func (c *Cluster) runMuster(name string, ports []int) (*process, error) {
 	args := []string{
 		"--secure-port=" + strconv.Itoa(ports[0]),
 		"--bind-address=127.0.0.1",
@@ -62,7 +67,7 @@ func (c *Cluster) runMuster(ports []int) (*process, error) {
 		"--etcd-servers=" + c.EtcdURL,
 		"--etcd-prefix=/muster",
 	}
-	return startProcess("muster-apiserver", c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
+	return startProcess(name, c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
 }
 
 func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) error {
@@ -94,7 +99,7 @@ func (c *Cluster) KillMuster() {
 // APIService and the webhooks point at, and waits until it is ready.
 func (c *Cluster) RestartMuster(ctx context.Context) error {
 	c.KillMuster()
-	p, err := c.runMuster([]int{c.musterPort})
+	p, err := c.runMuster("muster-apiserver", []int{c.musterPort})
 	if err != nil {
 		return err
 	}
@@ -175,4 +180,18 @@ func (c *Cluster) grantMusterDelegation(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// StartMusterReplica starts a second muster-apiserver on the same etcd and
+// with the same identity, as the Deployment's second replica would run. It
+// serves the API too, but the aggregator and the webhooks keep pointing at the
+// first. It returns the replica's URL and a func that stops it; the cluster
+// stops it too.
+func (c *Cluster) StartMusterReplica(ctx context.Context) (string, func(), error) {
+	p, ports, err := launch(ctx, 1, c.musterRunner("muster-apiserver-replica"), c.musterReady)
+	if err != nil {
+		return "", nil, fmt.Errorf("starting a muster-apiserver replica: %w", err)
+	}
+	c.track(p)
+	return fmt.Sprintf("https://127.0.0.1:%d", ports[0]), p.stop, nil
 }

@@ -95,14 +95,19 @@ func createPod(t *testing.T, ctx context.Context, p *corev1.Pod) *corev1.Pod {
 	return created
 }
 
-func createGroup(t *testing.T, ctx context.Context, ns, name string, minCount int32, gates ...string) {
-	t.Helper()
-	pg := &v1alpha1.PodGroup{
+// newGroupObject returns a gang PodGroup of minCount.
+func newGroupObject(ns, name string, minCount int32) *v1alpha1.PodGroup {
+	return &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
 			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount},
 		}},
 	}
+}
+
+func createGroup(t *testing.T, ctx context.Context, ns, name string, minCount int32, gates ...string) {
+	t.Helper()
+	pg := newGroupObject(ns, name, minCount)
 	for _, g := range gates {
 		pg.Spec.SchedulingGates = append(pg.Spec.SchedulingGates, v1alpha1.PodGroupSchedulingGate{Name: g})
 	}

@@ -35,7 +35,13 @@ var callLine = regexp.MustCompile(`^muster_controller_api_requests_total\{client
 // /metrics, as the admin user (the path is authorized by the cluster).
 func scrapeAPICalls(t *testing.T, ctx context.Context) apiCalls {
 	t.Helper()
-	body := scrapeMetrics(t, ctx)
+	return scrapeAPICallsFrom(t, ctx, env.MusterURL)
+}
+
+// scrapeAPICallsFrom reads the request counters of one muster-apiserver.
+func scrapeAPICallsFrom(t *testing.T, ctx context.Context, url string) apiCalls {
+	t.Helper()
+	body := scrapeMetricsFrom(t, ctx, url)
 	calls := apiCalls{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	for sc.Scan() {
@@ -54,15 +60,20 @@ func scrapeAPICalls(t *testing.T, ctx context.Context) apiCalls {
 
 func scrapeMetrics(t *testing.T, ctx context.Context) []byte {
 	t.Helper()
+	return scrapeMetricsFrom(t, ctx, env.MusterURL)
+}
+
+func scrapeMetricsFrom(t *testing.T, ctx context.Context, url string) []byte {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Host = env.MusterURL
+	cfg.Host = url
 	client, err := rest.UnversionedRESTClientFor(withNegotiation(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		t.Fatalf("GET %s/metrics: %v", env.MusterURL, err)
+		t.Fatalf("GET %s/metrics: %v", url, err)
 	}
 	return body
 }
