@@ -1,0 +1,113 @@
+package workloadref
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+type getter map[string]*v1alpha1.Workload
+
+func (g getter) GetWorkload(_ context.Context, _, name string) (*v1alpha1.Workload, error) {
+	if name == "broken" {
+		return nil, errors.New("etcd is down")
+	}
+	if w, ok := g[name]; ok {
+		return w, nil
+	}
+	return nil, apierrors.NewNotFound(scheduling.Resource("workloads"), name)
+}
+
+func TestAdmit(t *testing.T) {
+	workloads := getter{"job": {Spec: v1alpha1.WorkloadSpec{PodGroupTemplates: []v1alpha1.PodGroupTemplate{
+		{Name: "workers", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 8}}, Priority: ptr.To[int32](7)},
+		{Name: "driver", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}},
+	}}}}
+	ref := func(wl, tpl string) *scheduling.PodGroup {
+		return &scheduling.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"},
+			Spec:       scheduling.PodGroupSpec{WorkloadRef: &scheduling.WorkloadReference{WorkloadName: wl, TemplateName: tpl}},
+		}
+	}
+	tests := []struct {
+		name         string
+		pg           *scheduling.PodGroup
+		subresource  string
+		wantMin      int32 // 0: basic; -1: no policy
+		wantPriority *int32
+		wantInvalid  string
+		wantInternal bool
+	}{
+		{name: "gang policy and priority come from the template", pg: ref("job", "workers"), wantMin: 8, wantPriority: ptr.To[int32](7)},
+		{name: "basic policy comes from the template", pg: ref("job", "driver"), wantMin: 0},
+		{name: "an explicit policy and priority are kept", pg: func() *scheduling.PodGroup {
+			pg := ref("job", "workers")
+			pg.Spec.SchedulingPolicy.Gang = &scheduling.GangSchedulingPolicy{MinCount: 2}
+			pg.Spec.Priority = ptr.To[int32](1)
+			return pg
+		}(), wantMin: 2, wantPriority: ptr.To[int32](1)},
+		{name: "a missing Workload is rejected on workloadName", pg: ref("nope", "workers"), wantInvalid: "spec.workloadRef.workloadName"},
+		{name: "a missing template is rejected on templateName", pg: ref("job", "nope"), wantInvalid: "spec.workloadRef.templateName"},
+		{name: "a failed lookup is an internal error, not a rejection of the input", pg: ref("broken", "workers"), wantInternal: true},
+		{name: "empty names are left to validation", pg: ref("", ""), wantMin: -1},
+		{name: "a group without workloadRef is untouched", pg: &scheduling.PodGroup{}, wantMin: -1},
+		{name: "the status subresource is untouched", pg: ref("nope", "workers"), subresource: "status", wantMin: -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New()
+			Initializer{Workloads: workloads}.Initialize(p)
+			if err := p.ValidateInitialization(); err != nil {
+				t.Fatal(err)
+			}
+			attrs := admission.NewAttributesRecord(tc.pg, nil, scheduling.Kind("PodGroup").WithVersion(""), "ns", "g",
+				schema.GroupVersionResource{Group: scheduling.GroupName, Version: "v1alpha1", Resource: "podgroups"},
+				tc.subresource, admission.Create, &metav1.CreateOptions{}, false, nil)
+			err := p.Admit(t.Context(), attrs, nil)
+			switch {
+			case tc.wantInvalid != "":
+				if !apierrors.IsInvalid(err) {
+					t.Fatalf("err = %v, want Invalid", err)
+				}
+				if causes := err.(apierrors.APIStatus).Status().Details.Causes; len(causes) != 1 || causes[0].Field != tc.wantInvalid {
+					t.Fatalf("causes = %+v, want one on %s", causes, tc.wantInvalid)
+				}
+				return
+			case tc.wantInternal:
+				if !apierrors.IsInternalError(err) {
+					t.Fatalf("err = %v, want an internal error", err)
+				}
+				return
+			case err != nil:
+				t.Fatalf("admit: %v", err)
+			}
+			pol := tc.pg.Spec.SchedulingPolicy
+			switch {
+			case tc.wantMin == -1 && (pol.Basic != nil || pol.Gang != nil):
+				t.Errorf("policy = %+v, want none", pol)
+			case tc.wantMin == 0 && pol.Basic == nil:
+				t.Errorf("policy = %+v, want basic", pol)
+			case tc.wantMin > 0 && (pol.Gang == nil || pol.Gang.MinCount != tc.wantMin):
+				t.Errorf("policy = %+v, want gang of %d", pol, tc.wantMin)
+			}
+			if !ptr.Equal(tc.pg.Spec.Priority, tc.wantPriority) {
+				t.Errorf("priority = %v, want %v", ptr.Deref(tc.pg.Spec.Priority, -1), ptr.Deref(tc.wantPriority, -1))
+			}
+		})
+	}
+}
+
+func TestNeedsAGetter(t *testing.T) {
+	if err := New().ValidateInitialization(); err == nil {
+		t.Error("a plugin without a Workload getter passed initialization")
+	}
+}
