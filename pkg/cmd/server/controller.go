@@ -49,8 +49,11 @@ func NewControllerOptions() *ControllerOptions {
 	if ns == "" {
 		ns = "muster-system"
 	}
+	cfg := podgroup.DefaultConfig()
+	// By default Muster leaves alone kube-system and its own namespace.
+	cfg.NamespaceSelector = fmt.Sprintf("%s notin (kube-system,%s)", corev1.LabelMetadataName, ns)
 	return &ControllerOptions{
-		Config:               podgroup.DefaultConfig(),
+		Config:               cfg,
 		Enabled:              true,
 		QPS:                  50,
 		Burst:                100,

@@ -82,3 +82,22 @@ func TestNormalModeDelegates(t *testing.T) {
 		t.Errorf("with no --etcd-servers the embedded etcd URL = %v, want a loopback URL", ro.Etcd.StorageConfig.Transport.ServerList)
 	}
 }
+
+// TestNamespaceSelectorExcludesOwnNamespace checks that by default the
+// controller leaves kube-system and the server's own namespace alone, and
+// keeps its Lease in its own namespace.
+func TestNamespaceSelectorExcludesOwnNamespace(t *testing.T) {
+	tests := []struct{ podNamespace, wantNS string }{
+		{"", "muster-system"},
+		{"batch-infra", "batch-infra"},
+	}
+	for _, tc := range tests {
+		t.Setenv("POD_NAMESPACE", tc.podNamespace)
+		o := NewControllerOptions()
+		want := "kubernetes.io/metadata.name notin (kube-system," + tc.wantNS + ")"
+		if o.NamespaceSelector != want || o.LeaderElectNamespace != tc.wantNS {
+			t.Errorf("POD_NAMESPACE=%q: selector %q, lease namespace %q; want %q and %q",
+				tc.podNamespace, o.NamespaceSelector, o.LeaderElectNamespace, want, tc.wantNS)
+		}
+	}
+}

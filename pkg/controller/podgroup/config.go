@@ -54,7 +54,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.StatusBatchPeriod, "status-batch-period", c.StatusBatchPeriod,
 		"Shortest time between two accounting status writes of one PodGroup while its pods keep finishing (KEP-2307 throttling).")
 	fs.StringVar(&c.NamespaceSelector, "namespace-selector", c.NamespaceSelector,
-		"Label selector of the namespaces whose labelled pods Muster manages. The webhook configurations use the same selector.")
+		"Label selector of the namespaces whose labelled pods Muster manages; by default all but kube-system and the server's own "+
+			"($POD_NAMESPACE, else muster-system). Keep the webhook configurations' namespaceSelector in step with it.")
 }
 
 // Validate checks the configuration.
