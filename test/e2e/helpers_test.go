@@ -27,7 +27,9 @@ func testContext(t *testing.T, timeout time.Duration) context.Context {
 	return ctx
 }
 
-// namespace creates a namespace for one test and deletes it afterwards.
+// namespace creates a namespace for one test. It is not deleted: with no
+// kube-controller-manager a deleted namespace stays Terminating, and the
+// whole cluster is torn down after the suite.
 func namespace(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
