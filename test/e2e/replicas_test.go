@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -21,6 +22,11 @@ func TestTwoReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	// Ready is not yet serving /metrics through delegated authorization.
+	waitFor(t, ctx, "the replica to serve /metrics", func(ctx context.Context) (bool, error) {
+		_, err := tryScrapeMetrics(ctx, replicaURL)
+		return err == nil, nil
+	})
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Host = replicaURL
 	replica := versioned.NewForConfigOrDie(cfg)
