@@ -330,3 +330,30 @@ func TestInvalidAnnotations(t *testing.T) {
 		t.Errorf("changing the group label: %v, want a rejection naming the label", err)
 	}
 }
+
+// TestGangFailsWithoutReplacement: when every pod has failed and no
+// replacement appears within --release-grace (10s in this suite), the group
+// ends Failed, after first saying that it waits for one.
+func TestGangFailsWithoutReplacement(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	createGroup(t, ctx, ns, "doomed", 2)
+	for i := range 2 {
+		createPod(t, ctx, newPod(ns, fmt.Sprintf("w-%d", i), podOpts{group: "doomed", runFor: "1s", exitCode: 3}))
+	}
+	waitFor(t, ctx, "the group to wait for a replacement", func(ctx context.Context) (bool, error) {
+		pg, err := getGroup(ctx, ns, "doomed")
+		if err != nil {
+			return false, nil
+		}
+		c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "WaitingForReplacement", nil
+	})
+	pg := waitGroupFinished(t, ctx, ns, "doomed")
+	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished)
+	if c.Reason != v1alpha1.ReasonFailed || pg.Status.Phase != v1alpha1.PodGroupFailed || pg.Status.Failed != 2 || pg.Status.CompletionTime == nil {
+		t.Errorf("Finished=%s/%s phase=%s failed=%d completionTime=%v, want Failed, Failed, 2 and set",
+			c.Status, c.Reason, pg.Status.Phase, pg.Status.Failed, pg.Status.CompletionTime)
+	}
+	expectNoFinalizers(t, ctx, ns)
+}
