@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/webhook/pods"
@@ -15,11 +14,18 @@ import (
 // pointing at the local process by URL and trusting it through caBundle.
 // They are built by the same code that documents the deployed ones.
 func (c *Cluster) registerWebhooks(ctx context.Context) error {
+	return c.PointWebhooksAt(ctx, c.MusterURL)
+}
+
+// PointWebhooksAt registers Muster's pod webhooks, or re-points them, at the
+// muster-apiserver serving baseURL, as a Service would route to whichever
+// replica is up.
+func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	caBundle, err := os.ReadFile(c.pki.CACert)
 	if err != nil {
 		return fmt.Errorf("reading CA bundle: %w", err)
 	}
-	cfg := pods.Config{URL: c.MusterURL, CABundle: caBundle}
+	cfg := pods.Config{URL: baseURL, CABundle: caBundle}
 	mutating, err := pods.MutatingWebhookConfiguration(cfg)
 	if err != nil {
 		return err
@@ -29,10 +35,23 @@ func (c *Cluster) registerWebhooks(ctx context.Context) error {
 		return err
 	}
 	admission := c.Client.AdmissionregistrationV1()
-	if _, err := admission.MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	mutatingAPI, validatingAPI := admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()
+	if old, err := mutatingAPI.Get(ctx, mutating.Name, metav1.GetOptions{}); err == nil {
+		mutating.ResourceVersion = old.ResourceVersion
+		_, err = mutatingAPI.Update(ctx, mutating, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("re-pointing mutating pod webhook: %w", err)
+		}
+	} else if _, err := mutatingAPI.Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("registering mutating pod webhook: %w", err)
 	}
-	if _, err := admission.ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if old, err := validatingAPI.Get(ctx, validating.Name, metav1.GetOptions{}); err == nil {
+		validating.ResourceVersion = old.ResourceVersion
+		_, err = validatingAPI.Update(ctx, validating, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("re-pointing validating pod webhook: %w", err)
+		}
+	} else if _, err := validatingAPI.Create(ctx, validating, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("registering validating pod webhook: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
@@ -60,5 +61,61 @@ func TestTwoReplicas(t *testing.T) {
 		if k.resource != "leases" {
 			t.Errorf("the replica without the Lease sent %v %v: only the leader's controller may act", v, k)
 		}
+	}
+}
+
+// TestLeaderFailover kills the leading replica while a second one runs: the
+// survivor takes the Lease over and its controller admits a gang. The
+// aggregator points at the first replica, so the test talks to the survivor
+// directly while the first is down, points the webhooks at the survivor as a
+// Service would, and restores both after.
+func TestLeaderFailover(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	replicaURL, stop, err := env.StartMusterReplica(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Host = replicaURL
+	replica := versioned.NewForConfigOrDie(cfg)
+	waitFor(t, ctx, "the replica to serve /metrics", func(ctx context.Context) (bool, error) {
+		_, err := tryScrapeMetrics(ctx, replicaURL)
+		return err == nil, nil
+	})
+
+	ns := namespace(t, ctx)
+	createGroup(t, ctx, ns, "failover", 2)
+	createPod(t, ctx, newPod(ns, "w-0", podOpts{group: "failover"}))
+	waitFor(t, ctx, "the leader to see the pod", func(ctx context.Context) (bool, error) {
+		pg, err := getGroup(ctx, ns, "failover")
+		return err == nil && pg.Status.Pods == 1, nil
+	})
+
+	// A Service would now route the webhooks to the survivor.
+	if err := env.PointWebhooksAt(ctx, replicaURL); err != nil {
+		t.Fatal(err)
+	}
+	env.KillMuster()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := env.RestartMuster(ctx); err != nil {
+			t.Errorf("restarting the first replica: %v", err)
+		}
+		if err := env.PointWebhooksAt(ctx, env.MusterURL); err != nil {
+			t.Errorf("pointing the webhooks back: %v", err)
+		}
+	})
+	// One pod is now a complete gang; only a new leader can release it.
+	if _, err := replica.SchedulingV1alpha1().PodGroups(ns).Patch(ctx, "failover", types.MergePatchType,
+		[]byte(`{"spec":{"schedulingPolicy":{"gang":{"minCount":1}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("lowering minCount through the survivor: %v", err)
+	}
+	waitFor(t, ctx, "the survivor's controller to release the pod", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "w-0", metav1.GetOptions{})
+		return err == nil && !isGated(p) && p.Spec.NodeName != "", nil
+	})
+	if got := scrapeAPICallsFrom(t, ctx, replicaURL)[callKey{"kube", "patch", "pods"}]; got < 1 {
+		t.Errorf("the survivor made %v pod patches, want the release to be its own", got)
 	}
 }
