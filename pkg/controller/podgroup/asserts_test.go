@@ -100,5 +100,5 @@ func wantEvents(t *testing.T, got []string, want ...string) {
 }
 
 func hasTrackingFinalizer(p *corev1.Pod) bool {
-	return hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer)
+	return isTracked(p)
 }

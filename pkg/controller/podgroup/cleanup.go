@@ -22,7 +22,7 @@ import (
 func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
 	var tracked []*corev1.Pod
 	for _, p := range pods {
-		if hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(groupKeyOf(pg), p.UID) {
+		if isTracked(p) && !c.expectations.pending(groupKeyOf(pg), p.UID) {
 			tracked = append(tracked, p)
 		}
 		if hasGate(p) {

@@ -136,7 +136,7 @@ func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
 }
 
 func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
-	shown := func(p *corev1.Pod) bool { return hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) }
+	shown := isTracked
 	tests := []struct {
 		name    string
 		pods    []*corev1.Pod

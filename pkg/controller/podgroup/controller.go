@@ -25,7 +25,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
 	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
@@ -82,7 +81,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		synced:       []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
 		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
 		recorder:     recorder,
-		expectations: newRemovalExpectations(func(p *corev1.Pod) bool { return hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) }),
+		expectations: newRemovalExpectations(isTracked),
 		ungated:      newRemovalExpectations(hasGate),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},

@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,9 +46,9 @@ func link(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView {
 	v := &podView{finished: map[types.UID]podResult{}, withFinalizer: map[types.UID]*corev1.Pod{}}
 	for _, p := range pods {
 		v.pods++
-		terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		terminal := isTerminal(p)
 		deleting := p.DeletionTimestamp != nil
-		tracked := hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer)
+		tracked := isTracked(p)
 		if tracked {
 			v.withFinalizer[p.UID] = p
 		}
@@ -105,11 +106,12 @@ func isReady(p *corev1.Pod) bool {
 	return false
 }
 
-func hasFinalizer(finalizers []string, f string) bool {
-	for _, x := range finalizers {
-		if x == f {
-			return true
-		}
-	}
-	return false
+// isTracked reports whether the pod carries the tracking finalizer.
+func isTracked(p *corev1.Pod) bool {
+	return slices.Contains(p.Finalizers, scheduling.TrackingFinalizer)
+}
+
+// isTerminal reports whether the pod has ended.
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

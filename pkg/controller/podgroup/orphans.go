@@ -30,7 +30,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	}
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) && !c.expectations.pending(namespace+"/"+name, p.UID) {
+		if p.DeletionTimestamp != nil && isTracked(p) && !c.expectations.pending(namespace+"/"+name, p.UID) {
 			deleting = append(deleting, p)
 		}
 	}

@@ -46,8 +46,7 @@ func removeGatePatch(p *corev1.Pod) ([]byte, bool) {
 // terminal nor being deleted gets it; such a pod has never been counted, so
 // counting stays exactly-once.
 func adoptOps(p *corev1.Pod) []jsonPatchOp {
-	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	if hasFinalizer(p.Finalizers, scheduling.TrackingFinalizer) || terminal || p.DeletionTimestamp != nil {
+	if isTracked(p) || isTerminal(p) || p.DeletionTimestamp != nil {
 		return nil
 	}
 	if len(p.Finalizers) == 0 {

@@ -10,7 +10,8 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-var metav1UpdateOptions = metav1.UpdateOptions{FieldManager: "muster-controller"}
+// statusUpdateOptions name the controller as the manager of what it writes.
+var statusUpdateOptions = metav1.UpdateOptions{FieldManager: "muster-controller"}
 
 func equalStatus(a, b *v1alpha1.PodGroup) bool {
 	return apiequality.Semantic.DeepEqual(a.Status, b.Status)

@@ -109,7 +109,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1al
 			return pg, wait, nil
 		}
 	}
-	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, metav1UpdateOptions)
+	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, statusUpdateOptions)
 	if err != nil {
 		return nil, 0, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}

@@ -4,6 +4,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,7 @@ func (podGroupStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) 
 	pg := obj.(*scheduling.PodGroup)
 	pg.Status = scheduling.PodGroupStatus{}
 	pg.Generation = 1
-	if !hasFinalizer(pg.Finalizers, scheduling.PodCleanupFinalizer) {
+	if !slices.Contains(pg.Finalizers, scheduling.PodCleanupFinalizer) {
 		pg.Finalizers = append(pg.Finalizers, scheduling.PodCleanupFinalizer)
 	}
 	pg.Status.Phase = scheduling.DerivePhase(pg)
@@ -144,13 +145,4 @@ func selectableFields(pg *scheduling.PodGroup) fields.Set {
 // Matcher selects PodGroups by label and field.
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
 	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
-}
-
-func hasFinalizer(finalizers []string, f string) bool {
-	for _, x := range finalizers {
-		if x == f {
-			return true
-		}
-	}
-	return false
 }
