@@ -1,0 +1,107 @@
+package capacity
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// clusterTracker builds a tracker of nodes of 64 cpu, each running
+// podsPerNode unmanaged pods of 1 cpu (half the nodes carry a label).
+func clusterTracker(nodes, podsPerNode int) *Tracker {
+	tr := NewTracker(true)
+	for i := range nodes {
+		n := node(fmt.Sprintf("node-%05d", i), "64", "256Gi")
+		if i%2 == 0 {
+			n.Labels["pool"] = "even"
+		}
+		tr.SetNode(n)
+		for j := range podsPerNode {
+			tr.SetUnmanagedPod(boundPod(fmt.Sprintf("u-%d-%d", i, j), n.Name))
+		}
+	}
+	return tr
+}
+
+func boundPod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(fmt.Sprintf("%036s", name))},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// BenchmarkAdmitGang measures one admission decision as the controller
+// makes it: a snapshot of the tracker, then the placement of one gang.
+func BenchmarkAdmitGang(b *testing.B) {
+	for _, nodes := range []int{1000, 5000} {
+		tr := clusterTracker(nodes, 20)
+		for _, size := range []int{8, 256} {
+			for _, sel := range []bool{false, true} {
+				opts := []podOpt{withMemory("4Gi")}
+				name := fmt.Sprintf("nodes=%d/gang=%d", nodes, size)
+				if sel {
+					opts = append(opts, withNodeSelector("pool", "even"))
+					name += "/nodeSelector"
+				}
+				gang := Candidate{Key: "ns/g", Pods: pods("g", size, "8", opts...), Need: size}
+				b.Run(name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						v := Admit(tr.Snapshot(), []Candidate{gang}, BestEffortFIFO)
+						if len(v) != 1 || !v[0].Admit {
+							b.Fatalf("gang not admitted: %+v", v)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkUnmanagedPodMemory reports the heap the tracker keeps for each
+// bound pod that Muster does not manage (target: at most 300 bytes).
+func BenchmarkUnmanagedPodMemory(b *testing.B) {
+	const nodes, perNode = 1000, 100
+	var bytesPerPod float64
+	for b.Loop() {
+		b.StopTimer()
+		tr := NewTracker(true)
+		names := make([]string, nodes)
+		for i := range nodes {
+			n := node(fmt.Sprintf("node-%05d", i), "64", "256Gi")
+			names[i] = n.Name
+			tr.SetNode(n)
+		}
+		// Pods arrive one by one, as from a watch; each is garbage once stored.
+		before := heapInUse()
+		b.StartTimer()
+		for i := range nodes * perNode {
+			tr.SetUnmanagedPod(boundPod(fmt.Sprintf("pod-%07d", i), names[i%nodes]))
+		}
+		b.StopTimer()
+		after := heapInUse()
+		if tr.UnmanagedPods() != nodes*perNode {
+			b.Fatalf("tracker holds %d pods, want %d", tr.UnmanagedPods(), nodes*perNode)
+		}
+		bytesPerPod = float64(after-before) / float64(nodes*perNode)
+		runtime.KeepAlive(tr)
+		b.StartTimer()
+	}
+	b.ReportMetric(bytesPerPod, "bytes/pod")
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

@@ -1,0 +1,111 @@
+package capacity
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// QueueingStrategy says whether a gang may be admitted ahead of an older or
+// higher-priority one that does not fit, as Kueue's strategies of the same
+// names do.
+type QueueingStrategy string
+
+const (
+	// BestEffortFIFO lets a gang that fits go ahead of one before it that does not.
+	BestEffortFIFO QueueingStrategy = "BestEffortFIFO"
+	// StrictFIFO admits nothing behind the head of the queue until the head fits.
+	StrictFIFO QueueingStrategy = "StrictFIFO"
+)
+
+// Reasons of Admitted=False that an admission cycle decides.
+const (
+	// ReasonInsufficientCapacity: the gang does not fit in the free capacity now.
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	// ReasonExceedsCluster: the gang does not fit even on the idle cluster;
+	// it is skipped so that it never blocks the queue.
+	ReasonExceedsCluster = "ExceedsClusterCapacity"
+	// ReasonQueued: under StrictFIFO, the gang waits behind the head of the queue.
+	ReasonQueued = "Queued"
+)
+
+// Candidate is a group that has gated pods to place.
+type Candidate struct {
+	// Key is the group's namespace/name.
+	Key      string
+	Priority int32
+	Created  time.Time
+	// Pods are the group's gated, active pods.
+	Pods []*corev1.Pod
+	// Need is how many of Pods must fit for the group to be admitted, all at
+	// once. Zero marks an admitted group, whose pods are placed one by one
+	// as they fit (replacements, or pods beyond minCount).
+	Need int
+}
+
+// Verdict is an admission cycle's decision for one candidate.
+type Verdict struct {
+	Key string
+	// Admit says that the pods in Assignments are to be pinned and released.
+	Admit       bool
+	Assignments []Assignment
+	// Reason and Message say why a gang waits, when it does not fit.
+	Reason, Message string
+}
+
+// Admit runs one admission cycle on s: candidates are taken in order
+// (admitted groups' pods first, then gangs by priority, higher first, then
+// by creation time), and each gang is placed whole or not at all. Admitted
+// placements are committed to s, so that later candidates see them.
+func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Verdict {
+	cands := append([]Candidate(nil), candidates...)
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if (a.Need == 0) != (b.Need == 0) {
+			return a.Need == 0
+		}
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if !a.Created.Equal(b.Created) {
+			return a.Created.Before(b.Created)
+		}
+		return a.Key < b.Key
+	})
+	var (
+		verdicts []Verdict
+		empty    *Snapshot
+		head     string
+	)
+	for _, c := range cands {
+		if head != "" && c.Need > 0 {
+			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonQueued,
+				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
+			continue
+		}
+		res := s.Place(c.Pods)
+		if c.Need == 0 || len(res.Assignments) >= c.Need {
+			if len(res.Assignments) > 0 {
+				s.Commit(res)
+				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments})
+			}
+			continue
+		}
+		if empty == nil {
+			empty = s.Empty()
+		}
+		if idle := empty.Place(c.Pods); len(idle.Assignments) < c.Need {
+			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonExceedsCluster,
+				Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, len(idle.Assignments), idle.Short)})
+			continue
+		}
+		verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonInsufficientCapacity,
+			Message: fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, len(res.Assignments), res.Short)})
+		if strategy == StrictFIFO {
+			head = c.Key
+		}
+	}
+	return verdicts
+}

@@ -1,0 +1,146 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestAdmit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	gang := func(key string, prio int32, age int, n int, cpu string) Candidate {
+		return Candidate{Key: key, Priority: prio, Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu), Need: n}
+	}
+	joiner := func(key string, n int, cpu string) Candidate {
+		return Candidate{Key: key, Created: t0, Pods: pods(key, n, cpu)}
+	}
+	fourNodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
+	type outcome struct {
+		Admit  bool
+		Pods   int
+		Reason string
+	}
+	tests := []struct {
+		name       string
+		nodes      []*corev1.Node
+		bound      []*corev1.Pod
+		candidates []Candidate
+		strategy   QueueingStrategy
+		want       map[string]outcome
+		wantMsg    map[string]string
+	}{
+		{
+			name:       "two gangs that do not fit together: the older runs whole, the other waits whole",
+			nodes:      fourNodes,
+			candidates: []Candidate{gang("b", 0, 2, 8, "10"), gang("a", 0, 1, 8, "10")},
+			want:       map[string]outcome{"a": {Admit: true, Pods: 8}, "b": {Reason: ReasonInsufficientCapacity}},
+			wantMsg:    map[string]string{"b": "needs 8 pods placed at once; 4 fit now: 8 pods requesting cpu 10 each, 4 fit: the 4 eligible nodes have room for 3, 1, 0, 0 of them (short of cpu)"},
+		},
+		{
+			name:       "higher priority goes first even when younger",
+			nodes:      fourNodes,
+			candidates: []Candidate{gang("old", 0, 1, 8, "10"), gang("urgent", 10, 5, 8, "10")},
+			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}, "old": {Reason: ReasonInsufficientCapacity}},
+		},
+		{
+			name:       "equal priority and age: by name",
+			nodes:      fourNodes,
+			candidates: []Candidate{gang("y", 0, 1, 8, "10"), gang("x", 0, 1, 8, "10")},
+			want:       map[string]outcome{"x": {Admit: true, Pods: 8}, "y": {Reason: ReasonInsufficientCapacity}},
+		},
+		{
+			name:       "BestEffortFIFO: a smaller gang goes ahead of a larger one that does not fit",
+			nodes:      fourNodes,
+			bound:      []*corev1.Pod{pod("x", "30", onNode("a"))},
+			candidates: []Candidate{gang("big", 0, 1, 13, "8"), gang("small", 0, 2, 2, "8")},
+			strategy:   BestEffortFIFO,
+			want:       map[string]outcome{"big": {Reason: ReasonInsufficientCapacity}, "small": {Admit: true, Pods: 2}},
+		},
+		{
+			name:       "StrictFIFO: nothing goes ahead of the head",
+			nodes:      fourNodes,
+			bound:      []*corev1.Pod{pod("x", "30", onNode("a"))},
+			candidates: []Candidate{gang("big", 0, 1, 13, "8"), gang("small", 0, 2, 2, "8")},
+			strategy:   StrictFIFO,
+			want:       map[string]outcome{"big": {Reason: ReasonInsufficientCapacity}, "small": {Reason: ReasonQueued}},
+			wantMsg:    map[string]string{"small": "queued behind PodGroup big, which does not fit yet (StrictFIFO)"},
+		},
+		{
+			name:       "a gang larger than the idle cluster is skipped under StrictFIFO",
+			nodes:      fourNodes,
+			candidates: []Candidate{gang("huge", 0, 1, 20, "10"), gang("small", 0, 2, 2, "8")},
+			strategy:   StrictFIFO,
+			want:       map[string]outcome{"huge": {Reason: ReasonExceedsCluster}, "small": {Admit: true, Pods: 2}},
+			wantMsg:    map[string]string{"huge": "needs 20 pods placed at once and can never fit: even the idle cluster fits 12"},
+		},
+		{
+			name:       "a gang larger than the idle cluster is skipped under BestEffortFIFO",
+			nodes:      fourNodes,
+			candidates: []Candidate{gang("huge", 0, 1, 20, "10"), gang("small", 0, 2, 2, "8")},
+			strategy:   BestEffortFIFO,
+			want:       map[string]outcome{"huge": {Reason: ReasonExceedsCluster}, "small": {Admit: true, Pods: 2}},
+		},
+		{
+			name:       "pods of an admitted group are placed first, one by one, as far as they fit",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
+			candidates: []Candidate{gang("new", 10, 0, 2, "1"), joiner("running", 3, "1")},
+			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: ReasonInsufficientCapacity}},
+		},
+		{
+			name:       "pods beyond the need that fit are admitted with the gang",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
+			candidates: []Candidate{{Key: "g", Pods: pods("g", 6, "1"), Need: 3}},
+			want:       map[string]outcome{"g": {Admit: true, Pods: 4}},
+		},
+		{
+			name:       "nothing fits a joiner: no verdict",
+			nodes:      []*corev1.Node{node("a", "1", "8Gi")},
+			candidates: []Candidate{joiner("running", 1, "2")},
+			want:       map[string]outcome{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshotOf(tc.nodes, tc.bound...)
+			got := map[string]outcome{}
+			for _, v := range Admit(s, tc.candidates, tc.strategy) {
+				got[v.Key] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Reason: v.Reason}
+				if want, ok := tc.wantMsg[v.Key]; ok && !strings.HasPrefix(v.Message, want) {
+					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAdmitNeverOverCommits places many gangs in one cycle and checks that
+// no node is given more than it has.
+func TestAdmitNeverOverCommits(t *testing.T) {
+	nodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "16", "64Gi")}
+	var cands []Candidate
+	for i, n := range []int{3, 5, 2, 7, 4, 1, 6} {
+		key := string(rune('a' + i))
+		cands = append(cands, Candidate{Key: key, Created: time.Unix(int64(i), 0), Pods: pods(key, n, "6"), Need: n})
+	}
+	s := snapshotOf(nodes)
+	cpu := map[string]int64{}
+	for _, v := range Admit(s, cands, BestEffortFIFO) {
+		for _, a := range v.Assignments {
+			cpu[a.Node] += 6
+		}
+	}
+	for _, n := range nodes {
+		if alloc := n.Status.Allocatable.Cpu().Value(); cpu[n.Name] > alloc {
+			t.Errorf("node %s given %d cpu, has %d", n.Name, cpu[n.Name], alloc)
+		}
+	}
+	if cpu["a"]+cpu["b"]+cpu["c"] == 0 {
+		t.Fatal("nothing was admitted")
+	}
+}

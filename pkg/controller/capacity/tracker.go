@@ -1,0 +1,377 @@
+package capacity
+
+import (
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Tracker is the controller's running account of each node's allocatable
+// capacity and of what holds it. It is fed by informer events and never
+// scans all pods:
+//   - unmanaged pods (no group label) hold capacity on their node while they
+//     are bound and not terminal; they are kept as compact holdings, not as
+//     pod objects (see PodStore);
+//   - Muster's own pods hold capacity once bound, and before that while they
+//     are released and pinned to a node (a reservation), or gated with a
+//     placement recorded in their group's status or just decided (assumed);
+//   - with fast release (KEP-6143), a pod being deleted holds nothing.
+//
+// Reservations are derived from the pods and the PodGroups themselves, so a
+// new leader rebuilds exactly the same account from a LIST.
+type Tracker struct {
+	fastRelease bool
+
+	mu    sync.RWMutex
+	nodes map[string]*Node
+	used  map[string]*usage
+	// unmanaged holds one compact entry per bound pod without the group label.
+	unmanaged map[types.UID]holding
+	// managed holds Muster's pods, with the node each one holds, if any.
+	managed map[types.UID]*managedPod
+	byGroup map[string]map[types.UID]struct{}
+	// placements are recorded in PodGroup status; assumed are decided by an
+	// admission cycle and not yet seen there. Both map pod UID to node.
+	placements map[string]map[types.UID]string
+	assumed    map[string]map[types.UID]string
+}
+
+type usage struct {
+	requested Resources
+	pods      int64
+}
+
+// holding is what one pod holds: its requests, on one node.
+type holding struct {
+	node     string
+	requests Resources
+}
+
+type managedPod struct {
+	group    string
+	requests Resources
+	active   bool
+	gated    bool
+	node     string // spec.nodeName
+	pinned   string // the node a released pod is pinned to
+	holds    string // the node this pod's requests count on, or ""
+}
+
+// NewTracker returns an empty tracker. fastRelease makes pods with a
+// deletionTimestamp hold nothing (KEP-6143).
+func NewTracker(fastRelease bool) *Tracker {
+	return &Tracker{
+		fastRelease: fastRelease,
+		nodes:       map[string]*Node{},
+		used:        map[string]*usage{},
+		unmanaged:   map[types.UID]holding{},
+		managed:     map[types.UID]*managedPod{},
+		byGroup:     map[string]map[types.UID]struct{}{},
+		placements:  map[string]map[types.UID]string{},
+		assumed:     map[string]map[types.UID]string{},
+	}
+}
+
+// SetNode adds or replaces a node.
+func (t *Tracker) SetNode(n *corev1.Node) {
+	node := NewNode(n)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nodes[n.Name] = node
+}
+
+// RemoveNode forgets a node. Pods still bound to it keep their holdings
+// until they are gone, which changes nothing since the node is not offered.
+func (t *Tracker) RemoveNode(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.nodes, name)
+}
+
+// holds reports whether a pod that is not Muster's holds capacity: bound,
+// not terminal and, with fast release, not being deleted.
+func (t *Tracker) holdsCapacity(p *corev1.Pod) bool {
+	if p.Spec.NodeName == "" || isTerminal(p) {
+		return false
+	}
+	return !(t.fastRelease && p.DeletionTimestamp != nil)
+}
+
+// SetUnmanagedPod records a pod without the group label.
+func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
+	var h holding
+	keep := t.holdsCapacity(p)
+	if keep {
+		h = holding{node: p.Spec.NodeName, requests: PodRequests(p)}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.unmanaged[p.UID]; ok {
+		t.release(old.node, old.requests)
+		delete(t.unmanaged, p.UID)
+	}
+	if keep {
+		h.node = t.intern(h.node)
+		t.hold(h.node, h.requests)
+		t.unmanaged[p.UID] = h
+	}
+}
+
+// RemoveUnmanagedPod forgets a pod without the group label.
+func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.unmanaged[uid]; ok {
+		t.release(old.node, old.requests)
+		delete(t.unmanaged, uid)
+	}
+}
+
+// ReplaceUnmanagedPods replaces every unmanaged holding with those of pods,
+// as a relist does.
+func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
+	fresh := make(map[types.UID]holding, len(pods))
+	for _, p := range pods {
+		if t.holdsCapacity(p) {
+			fresh[p.UID] = holding{node: p.Spec.NodeName, requests: PodRequests(p)}
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, old := range t.unmanaged {
+		t.release(old.node, old.requests)
+	}
+	for uid, h := range fresh {
+		h.node = t.intern(h.node)
+		t.hold(h.node, h.requests)
+		fresh[uid] = h
+	}
+	t.unmanaged = fresh
+}
+
+// UnmanagedPods is how many unmanaged pods hold capacity.
+func (t *Tracker) UnmanagedPods() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.unmanaged)
+}
+
+// SetManagedPod records one of Muster's pods, of group key. A pod whose
+// group label changed is moved.
+func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
+	mp := &managedPod{
+		group:    key,
+		requests: PodRequests(p),
+		active:   !isTerminal(p) && !(t.fastRelease && p.DeletionTimestamp != nil),
+		gated:    gated,
+		node:     p.Spec.NodeName,
+		pinned:   PinnedNode(p),
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.managed[p.UID]; ok {
+		// An update: the holding moves with the new state below.
+		if old.holds != "" {
+			t.release(old.holds, old.requests)
+		}
+		if old.group != key {
+			t.leaveGroup(old.group, p.UID)
+		}
+	}
+	t.managed[p.UID] = mp
+	set := t.byGroup[key]
+	if set == nil {
+		set = map[types.UID]struct{}{}
+		t.byGroup[key] = set
+	}
+	set[p.UID] = struct{}{}
+	t.rehold(p.UID, mp)
+}
+
+// RemoveManagedPod forgets one of Muster's pods.
+func (t *Tracker) RemoveManagedPod(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dropManaged(uid)
+}
+
+func (t *Tracker) dropManaged(uid types.UID) {
+	old, ok := t.managed[uid]
+	if !ok {
+		return
+	}
+	if old.holds != "" {
+		t.release(old.holds, old.requests)
+	}
+	delete(t.managed, uid)
+	t.leaveGroup(old.group, uid)
+}
+
+// leaveGroup removes a pod from its group's set and from what was assumed for it.
+func (t *Tracker) leaveGroup(key string, uid types.UID) {
+	if set := t.byGroup[key]; set != nil {
+		delete(set, uid)
+		if len(set) == 0 {
+			delete(t.byGroup, key)
+		}
+	}
+	if a := t.assumed[key]; a != nil {
+		delete(a, uid)
+		if len(a) == 0 {
+			delete(t.assumed, key)
+		}
+	}
+}
+
+// rehold moves a managed pod's holding to the node its state says.
+func (t *Tracker) rehold(uid types.UID, mp *managedPod) {
+	want := ""
+	switch {
+	case !mp.active:
+	case mp.node != "":
+		want = mp.node
+	case !mp.gated:
+		want = mp.pinned
+	default:
+		if n, ok := t.assumed[mp.group][uid]; ok {
+			want = n
+		} else {
+			want = t.placements[mp.group][uid]
+		}
+	}
+	if want == mp.holds {
+		return
+	}
+	if mp.holds != "" {
+		t.release(mp.holds, mp.requests)
+	}
+	if want != "" {
+		want = t.intern(want)
+		t.hold(want, mp.requests)
+	}
+	mp.holds = want
+}
+
+// SetPlacements records the placements a PodGroup's status holds, by pod UID.
+func (t *Tracker) SetPlacements(key string, byUID map[types.UID]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(byUID) == 0 {
+		delete(t.placements, key)
+	} else {
+		t.placements[key] = byUID
+	}
+	// A placement the status now shows is no longer only assumed.
+	if a := t.assumed[key]; a != nil {
+		for uid, node := range byUID {
+			if a[uid] == node {
+				delete(a, uid)
+			}
+		}
+		if len(a) == 0 {
+			delete(t.assumed, key)
+		}
+	}
+	t.reholdGroup(key)
+}
+
+// Assume reserves the placements an admission cycle just decided for group
+// key, until the group's status shows them or Forget is called, so that the
+// next cycle never offers the same capacity again.
+func (t *Tracker) Assume(key string, byUID map[types.UID]string) {
+	if len(byUID) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.assumed[key]
+	if a == nil {
+		a = map[types.UID]string{}
+		t.assumed[key] = a
+	}
+	for uid, node := range byUID {
+		a[uid] = node
+	}
+	t.reholdGroup(key)
+}
+
+// Forget drops what was assumed for group key: the decision was not carried out.
+func (t *Tracker) Forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.assumed[key]; !ok {
+		return
+	}
+	delete(t.assumed, key)
+	t.reholdGroup(key)
+}
+
+// ForgetGroup drops everything known of a deleted group's placements.
+func (t *Tracker) ForgetGroup(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.assumed, key)
+	delete(t.placements, key)
+	t.reholdGroup(key)
+}
+
+func (t *Tracker) reholdGroup(key string) {
+	for uid := range t.byGroup[key] {
+		t.rehold(uid, t.managed[uid])
+	}
+}
+
+func (t *Tracker) hold(node string, r Resources) {
+	u := t.used[node]
+	if u == nil {
+		u = &usage{}
+		t.used[node] = u
+	}
+	u.requested.Add(r)
+	u.pods++
+}
+
+func (t *Tracker) release(node string, r Resources) {
+	u := t.used[node]
+	if u == nil {
+		return
+	}
+	u.requested.Sub(r)
+	u.pods--
+	if u.pods <= 0 {
+		delete(t.used, node)
+	}
+}
+
+// intern returns the tracker's own copy of a node name when it knows the
+// node, so that thousands of holdings share one string.
+func (t *Tracker) intern(node string) string {
+	if n, ok := t.nodes[node]; ok {
+		return n.Object.Name
+	}
+	return node
+}
+
+// Snapshot copies the tracker's view for one admission cycle: every node,
+// sorted by name, with what is requested on it.
+func (t *Tracker) Snapshot() *Snapshot {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := &Snapshot{Nodes: make([]NodeState, 0, len(t.nodes))}
+	for name, n := range t.nodes {
+		ns := NodeState{Node: n}
+		if u := t.used[name]; u != nil {
+			ns.Requested = u.requested.Clone()
+			ns.Pods = u.pods
+		}
+		s.Nodes = append(s.Nodes, ns)
+	}
+	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name() < s.Nodes[j].Name() })
+	return s
+}
+
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}

@@ -1,0 +1,186 @@
+package capacity
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// requestedCPU returns the millicores each node holds in a snapshot.
+func requestedCPU(t *Tracker) map[string]int64 {
+	out := map[string]int64{}
+	for _, n := range t.Snapshot().Nodes {
+		if n.Requested.MilliCPU != 0 {
+			out[n.Name()] = n.Requested.MilliCPU
+		}
+	}
+	return out
+}
+
+func TestTrackerHoldings(t *testing.T) {
+	type step func(tr *Tracker)
+	setManaged := func(p *corev1.Pod, gated bool) step {
+		return func(tr *Tracker) { tr.SetManagedPod("ns/g", p, gated) }
+	}
+	tests := []struct {
+		name        string
+		fastRelease bool
+		steps       []step
+		want        map[string]int64
+	}{
+		{
+			name:  "bound unmanaged pod holds its node",
+			steps: []step{func(tr *Tracker) { tr.SetUnmanagedPod(pod("u", "2", onNode("a"))) }},
+			want:  map[string]int64{"a": 2000},
+		},
+		{
+			name: "unmanaged pod that finishes holds nothing",
+			steps: []step{
+				func(tr *Tracker) { tr.SetUnmanagedPod(pod("u", "2", onNode("a"))) },
+				func(tr *Tracker) { tr.SetUnmanagedPod(pod("u", "2", onNode("a"), phase(corev1.PodSucceeded))) },
+			},
+			want: map[string]int64{},
+		},
+		{
+			name:        "fast release: a pod being deleted holds nothing",
+			fastRelease: true,
+			steps:       []step{func(tr *Tracker) { tr.SetUnmanagedPod(pod("u", "2", onNode("a"), deleting)) }},
+			want:        map[string]int64{},
+		},
+		{
+			name:  "without fast release a pod being deleted holds until it is gone",
+			steps: []step{func(tr *Tracker) { tr.SetUnmanagedPod(pod("u", "2", onNode("a"), deleting)) }},
+			want:  map[string]int64{"a": 2000},
+		},
+		{
+			name: "relist replaces every unmanaged holding",
+			steps: []step{
+				func(tr *Tracker) { tr.SetUnmanagedPod(pod("u1", "2", onNode("a"))) },
+				func(tr *Tracker) { tr.ReplaceUnmanagedPods([]*corev1.Pod{pod("u2", "3", onNode("b"))}) },
+			},
+			want: map[string]int64{"b": 3000},
+		},
+		{
+			name:  "gated managed pod without a placement holds nothing",
+			steps: []step{setManaged(pod("m", "4"), true)},
+			want:  map[string]int64{},
+		},
+		{
+			name: "gated managed pod with a placement in status is reserved there",
+			steps: []step{
+				setManaged(pod("m", "4"), true),
+				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+			},
+			want: map[string]int64{"a": 4000},
+		},
+		{
+			name: "assumed placement is reserved until forgotten",
+			steps: []step{
+				setManaged(pod("m", "4"), true),
+				func(tr *Tracker) { tr.Assume("ns/g", map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.Forget("ns/g") },
+			},
+			want: map[string]int64{},
+		},
+		{
+			name: "assumed placement, then status shows it: held once",
+			steps: []step{
+				setManaged(pod("m", "4"), true),
+				func(tr *Tracker) { tr.Assume("ns/g", map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.Forget("ns/g") },
+			},
+			want: map[string]int64{"b": 4000},
+		},
+		{
+			name: "released and pinned, not bound: reserved on the pinned node",
+			steps: []step{
+				setManaged(pod("m", "4"), true),
+				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+				setManaged(pod("m", "4", pinnedTo("a")), false),
+			},
+			want: map[string]int64{"a": 4000},
+		},
+		{
+			name: "pinned then bound: held once, on its node",
+			steps: []step{
+				setManaged(pod("m", "4", pinnedTo("a")), false),
+				setManaged(pod("m", "4", pinnedTo("a"), onNode("a")), false),
+			},
+			want: map[string]int64{"a": 4000},
+		},
+		{
+			name: "managed pod that finishes gives its node back",
+			steps: []step{
+				setManaged(pod("m", "4", onNode("a")), false),
+				setManaged(pod("m", "4", onNode("a"), phase(corev1.PodFailed)), false),
+			},
+			want: map[string]int64{},
+		},
+		{
+			name: "managed pod deleted gives back its reservation",
+			steps: []step{
+				setManaged(pod("m", "4"), true),
+				func(tr *Tracker) { tr.Assume("ns/g", map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.RemoveManagedPod("uid-m") },
+			},
+			want: map[string]int64{},
+		},
+		{
+			name: "released pod that was not pinned holds nothing until bound",
+			steps: []step{
+				setManaged(pod("m", "4"), false),
+			},
+			want: map[string]int64{},
+		},
+		{
+			name: "deleted group's placements are dropped",
+			steps: []step{
+				setManaged(pod("m", "4"), true),
+				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+				func(tr *Tracker) { tr.ForgetGroup("ns/g") },
+			},
+			want: map[string]int64{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(tc.fastRelease)
+			for _, n := range []string{"a", "b"} {
+				tr.SetNode(node(n, "32", "64Gi"))
+			}
+			for _, s := range tc.steps {
+				s(tr)
+			}
+			if diff := cmp.Diff(tc.want, requestedCPU(tr)); diff != "" {
+				t.Errorf("requested cpu per node (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPinnedNode(t *testing.T) {
+	twoTerms := pod("p", "1", pinnedTo("a"))
+	twoTerms.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = append(
+		twoTerms.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms,
+		corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{PinRequirement("b")}})
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"no affinity", pod("p", "1"), ""},
+		{"pinned", pod("p", "1", pinnedTo("a")), "a"},
+		{"label affinity is not a pin", pod("p", "1", withAffinityIn("zone", "z")), ""},
+		{"terms pinned to different nodes", twoTerms, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PinnedNode(tc.pod); got != tc.want {
+				t.Errorf("PinnedNode = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
