@@ -32,7 +32,9 @@ func node(name string, cpu, mem string, opts ...nodeOpt) *corev1.Node {
 
 func withLabel(k, v string) nodeOpt { return func(n *corev1.Node) { n.Labels[k] = v } }
 func withTaint(k string, e corev1.TaintEffect) nodeOpt {
-	return func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: "x", Effect: e}) }
+	return func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Value: "x", Effect: e})
+	}
 }
 func withMaxPods(v string) nodeOpt {
 	return func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse(v) }
@@ -67,7 +69,9 @@ func pods(prefix string, n int, cpu string, opts ...podOpt) []*corev1.Pod {
 }
 
 func withMemory(v string) podOpt {
-	return func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(v) }
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(v)
+	}
 }
 func withRequest(name corev1.ResourceName, v string) podOpt {
 	return func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests[name] = resource.MustParse(v) }
@@ -85,7 +89,9 @@ func withInit(cpu string, sidecar bool) podOpt {
 	}
 }
 func withOverhead(cpu string) podOpt {
-	return func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)} }
+	return func(p *corev1.Pod) {
+		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
 }
 func withNodeSelector(k, v string) podOpt {
 	return func(p *corev1.Pod) {
