@@ -153,10 +153,20 @@ type PodGroupStatus struct {
 
 	UncountedTerminatedPods *UncountedTerminatedPods
 
+	Placements []PodPlacement
+
 	AdmissionTime      *metav1.Time
 	StartTime          *metav1.Time
 	CompletionTime     *metav1.Time
 	ObservedGeneration int64
+}
+
+// PodPlacement is the node that capacity-aware admission chose for one pod
+// of the group, recorded before the pod is pinned and released.
+type PodPlacement struct {
+	Pod  string
+	UID  types.UID
+	Node string
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods whose tracking

@@ -42,6 +42,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PodGroupSpec{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PodGroupSpec(ref),
 		v1alpha1.PodGroupStatus{}.OpenAPIModelName():            schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref),
 		v1alpha1.PodGroupTemplate{}.OpenAPIModelName():          schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref),
+		v1alpha1.PodPlacement{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref),
 		v1alpha1.TypedLocalObjectReference{}.OpenAPIModelName(): schema_pkg_apis_scheduling_v1alpha1_TypedLocalObjectReference(ref),
 		v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName():   schema_pkg_apis_scheduling_v1alpha1_UncountedTerminatedPods(ref),
 		v1alpha1.Workload{}.OpenAPIModelName():                  schema_pkg_apis_scheduling_v1alpha1_Workload(ref),
@@ -453,6 +454,27 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 							Ref:         ref(v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName()),
 						},
 					},
+					"placements": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"uid",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Placements are the nodes that capacity-aware admission reserved for the group's pods that are not released yet. Each is written before the pod is pinned to its node and released, so that a controller that restarts in between carries out the same placement, and its capacity stays reserved meanwhile. An entry goes once its pod is released.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PodPlacement{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"admissionTime": {
 						SchemaProps: spec.SchemaProps{
 							Description: "AdmissionTime is when the group was admitted.",
@@ -482,7 +504,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -521,6 +543,44 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref common.ReferenceCa
 		},
 		Dependencies: []string{
 			v1alpha1.PodGroupSchedulingPolicy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodPlacement is the node that capacity-aware admission chose for one pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod is the pod's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID is the pod's UID: a new pod of the same name is placed anew.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the name of the node the pod is pinned to when it is released.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"pod", "uid", "node"},
+			},
+		},
 	}
 }
 

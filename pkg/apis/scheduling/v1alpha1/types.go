@@ -273,6 +273,16 @@ type PodGroupStatus struct {
 	// +optional
 	UncountedTerminatedPods *UncountedTerminatedPods `json:"uncountedTerminatedPods,omitempty"`
 
+	// Placements are the nodes that capacity-aware admission reserved for
+	// the group's pods that are not released yet. Each is written before the
+	// pod is pinned to its node and released, so that a controller that
+	// restarts in between carries out the same placement, and its capacity
+	// stays reserved meanwhile. An entry goes once its pod is released.
+	// +optional
+	// +listType=map
+	// +listMapKey=uid
+	Placements []PodPlacement `json:"placements,omitempty"`
+
 	// AdmissionTime is when the group was admitted.
 	// +optional
 	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
@@ -285,6 +295,16 @@ type PodGroupStatus struct {
 	// ObservedGeneration is the generation the controller last acted on.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// PodPlacement is the node that capacity-aware admission chose for one pod.
+type PodPlacement struct {
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// UID is the pod's UID: a new pod of the same name is placed anew.
+	UID types.UID `json:"uid"`
+	// Node is the name of the node the pod is pinned to when it is released.
+	Node string `json:"node"`
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods that are not yet

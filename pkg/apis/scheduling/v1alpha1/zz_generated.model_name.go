@@ -67,6 +67,11 @@ func (in PodGroupTemplate) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodPlacement) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PodPlacement"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TypedLocalObjectReference) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.TypedLocalObjectReference"
 }

@@ -128,6 +128,7 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 	if u := s.UncountedTerminatedPods; u != nil {
 		allErrs = append(allErrs, validateUncounted(u, fldPath.Child("uncountedTerminatedPods"))...)
 	}
+	allErrs = append(allErrs, validatePlacements(s.Placements, fldPath.Child("placements"))...)
 	if s.CompletionTime != nil && s.StartTime != nil && s.CompletionTime.Before(s.StartTime) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), s.CompletionTime, "must not be before status.startTime"))
 	}
@@ -168,6 +169,33 @@ func validateUncounted(u *scheduling.UncountedTerminatedPods, fldPath *field.Pat
 				allErrs = append(allErrs, field.Duplicate(p.Index(i), uid))
 			}
 			seen.Insert(uid)
+		}
+	}
+	return allErrs
+}
+
+// validatePlacements checks that each placement names a pod and a node by
+// valid names, once per pod UID.
+func validatePlacements(placements []scheduling.PodPlacement, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if len(placements) > scheduling.MaxPlacements {
+		allErrs = append(allErrs, field.TooMany(fldPath, len(placements), scheduling.MaxPlacements))
+	}
+	seen := sets.New[types.UID]()
+	for i, p := range placements {
+		idx := fldPath.Index(i)
+		for _, msg := range apivalidation.NameIsDNSSubdomain(p.Pod, false) {
+			allErrs = append(allErrs, field.Invalid(idx.Child("pod"), p.Pod, msg))
+		}
+		switch {
+		case p.UID == "":
+			allErrs = append(allErrs, field.Required(idx.Child("uid"), "the pod's UID is required"))
+		case seen.Has(p.UID):
+			allErrs = append(allErrs, field.Duplicate(idx.Child("uid"), p.UID))
+		}
+		seen.Insert(p.UID)
+		for _, msg := range apivalidation.NameIsDNSSubdomain(p.Node, false) {
+			allErrs = append(allErrs, field.Invalid(idx.Child("node"), p.Node, msg))
 		}
 	}
 	return allErrs

@@ -260,6 +260,12 @@ func TestValidatePodGroupStatusUpdate(t *testing.T) {
 		{"an uncounted failed UID must not be empty", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Failed: []types.UID{""}}}, []want{required("status.uncountedTerminatedPods.failed[0]")}},
 		{"uncounted succeeded UIDs are unique", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Succeeded: []types.UID{"a", "b", "a"}}}, []want{duplicate("status.uncountedTerminatedPods.succeeded[2]")}},
 		{"uncounted failed UIDs are unique", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Failed: []types.UID{"a", "a"}}}, []want{duplicate("status.uncountedTerminatedPods.failed[1]")}},
+		{"a placement names a pod, its UID and a node", zero, scheduling.PodGroupStatus{Placements: []scheduling.PodPlacement{{Pod: "w-0", UID: "u0", Node: "node-1"}}}, nil},
+		{"a placement's pod name must be valid", zero, scheduling.PodGroupStatus{Placements: []scheduling.PodPlacement{{Pod: "W_0", UID: "u0", Node: "node-1"}}}, []want{invalid("status.placements[0].pod")}},
+		{"a placement's node name must be valid", zero, scheduling.PodGroupStatus{Placements: []scheduling.PodPlacement{{Pod: "w-0", UID: "u0", Node: ""}}}, []want{invalid("status.placements[0].node")}},
+		{"a placement's UID is required", zero, scheduling.PodGroupStatus{Placements: []scheduling.PodPlacement{{Pod: "w-0", Node: "n"}}}, []want{required("status.placements[0].uid")}},
+		{"a pod is placed once", zero, scheduling.PodGroupStatus{Placements: []scheduling.PodPlacement{{Pod: "w-0", UID: "u0", Node: "a"}, {Pod: "w-1", UID: "u0", Node: "b"}}}, []want{duplicate("status.placements[1].uid")}},
+		{"5001 placements are too many", zero, scheduling.PodGroupStatus{Placements: placements(5001)}, []want{tooMany("status.placements")}},
 		{"a UID cannot be both succeeded and failed", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Succeeded: []types.UID{"a"}, Failed: []types.UID{"b", "a"}}}, []want{duplicate("status.uncountedTerminatedPods.failed[1]")}},
 
 		{"completionTime must not be before startTime", zero, s(func(st *scheduling.PodGroupStatus) { st.CompletionTime = at(19) }), []want{invalid("status.completionTime")}},
@@ -307,4 +313,12 @@ func TestAdmittedNeedsNoGroupGates(t *testing.T) {
 			expectErrors(t, ValidatePodGroupStatusUpdate(pg, old), tc.want...)
 		})
 	}
+}
+
+func placements(n int) []scheduling.PodPlacement {
+	out := make([]scheduling.PodPlacement, n)
+	for i := range out {
+		out[i] = scheduling.PodPlacement{Pod: fmt.Sprintf("p-%d", i), UID: types.UID(fmt.Sprintf("u-%d", i)), Node: "node"}
+	}
+	return out
 }

@@ -54,6 +54,12 @@ type PodGroupStatusApplyConfiguration struct {
 	// finalizer the controller is removing and that are not yet in the
 	// counters (KEP-2307). Each list holds at most 500 UIDs.
 	UncountedTerminatedPods *UncountedTerminatedPodsApplyConfiguration `json:"uncountedTerminatedPods,omitempty"`
+	// Placements are the nodes that capacity-aware admission reserved for
+	// the group's pods that are not released yet. Each is written before the
+	// pod is pinned to its node and released, so that a controller that
+	// restarts in between carries out the same placement, and its capacity
+	// stays reserved meanwhile. An entry goes once its pod is released.
+	Placements []PodPlacementApplyConfiguration `json:"placements,omitempty"`
 	// AdmissionTime is when the group was admitted.
 	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
 	// StartTime is when the group was first scheduled.
@@ -152,6 +158,19 @@ func (b *PodGroupStatusApplyConfiguration) WithFailed(value int32) *PodGroupStat
 // If called multiple times, the UncountedTerminatedPods field is set to the value of the last call.
 func (b *PodGroupStatusApplyConfiguration) WithUncountedTerminatedPods(value *UncountedTerminatedPodsApplyConfiguration) *PodGroupStatusApplyConfiguration {
 	b.UncountedTerminatedPods = value
+	return b
+}
+
+// WithPlacements adds the given value to the Placements field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Placements field.
+func (b *PodGroupStatusApplyConfiguration) WithPlacements(values ...*PodPlacementApplyConfiguration) *PodGroupStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithPlacements")
+		}
+		b.Placements = append(b.Placements, *values[i])
+	}
 	return b
 }
 
