@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apiserver"
 	"github.com/muster-dev/muster/pkg/controller/apicalls"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
@@ -47,11 +48,11 @@ type ControllerOptions struct {
 func NewControllerOptions() *ControllerOptions {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
-		ns = "muster-system"
+		ns = scheduling.DefaultServerNamespace
 	}
 	cfg := podgroup.DefaultConfig()
 	// By default Muster leaves alone kube-system and its own namespace.
-	cfg.NamespaceSelector = fmt.Sprintf("%s notin (kube-system,%s)", corev1.LabelMetadataName, ns)
+	cfg.NamespaceSelector = scheduling.NamespaceSelectorExcluding(ns)
 	return &ControllerOptions{
 		Config:               cfg,
 		Enabled:              true,
