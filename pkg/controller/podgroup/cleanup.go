@@ -12,6 +12,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
 
 // cleanup is step 6, for a PodGroup being deleted: the tracking finalizer
@@ -47,21 +48,13 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 // removeGroupFinalizer takes pod-cleanup off the group, guarded by a test
 // of the finalizer's position and of the group's UID.
 func (c *Controller) removeGroupFinalizer(ctx context.Context, pg *v1alpha1.PodGroup) error {
-	for i, f := range pg.Finalizers {
-		if f != scheduling.PodCleanupFinalizer {
-			continue
-		}
-		path := fmt.Sprintf("/metadata/finalizers/%d", i)
-		patch := mustJSON([]jsonPatchOp{
-			{Op: "test", Path: "/metadata/uid", Value: pg.UID},
-			{Op: "test", Path: path, Value: scheduling.PodCleanupFinalizer},
-			{Op: "remove", Path: path},
-		})
-		_, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-		if err != nil {
-			return fmt.Errorf("removing %s from PodGroup %s/%s: %w", scheduling.PodCleanupFinalizer, pg.Namespace, pg.Name, err)
-		}
+	ops, ok := jsonpatch.RemoveFinalizer(pg.UID, pg.Finalizers, scheduling.PodCleanupFinalizer)
+	if !ok {
 		return nil
+	}
+	_, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.JSONPatchType, jsonpatch.Marshal(ops), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("removing %s from PodGroup %s/%s: %w", scheduling.PodCleanupFinalizer, pg.Namespace, pg.Name, err)
 	}
 	return nil
 }
