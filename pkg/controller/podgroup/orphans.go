@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -112,19 +111,18 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 // when the pod carries none.
 func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok bool, err error) {
 	if v, has := ann[scheduling.MinCountAnnotation]; has {
-		n, perr := strconv.ParseInt(v, 10, 32)
-		if perr != nil || n < 1 {
+		n, valid := scheduling.ParseMinCount(v)
+		if !valid {
 			return spec, false, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.MinCountAnnotation, v)
 		}
-		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: int32(n)}
+		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: n}
 		ok = true
 	}
-	wl, hasWL := ann[scheduling.WorkloadAnnotation]
-	tpl, hasTpl := ann[scheduling.TemplateAnnotation]
-	if hasWL != hasTpl {
+	wl, tpl, set, missing := scheduling.WorkloadRefAnnotations(ann)
+	if missing != "" {
 		return spec, false, fmt.Errorf("annotations %s and %s must be set together", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)
 	}
-	if hasWL {
+	if set {
 		// The server copies the template's policy when minCount is not given.
 		spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: wl, TemplateName: tpl}
 		ok = true
@@ -142,7 +140,7 @@ func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*cor
 			continue
 		}
 		// Compare numbers: the webhook accepts "08" and "+8" as 8.
-		if n, err := strconv.ParseInt(v, 10, 32); err == nil && int32(n) == want {
+		if n, ok := scheduling.ParseMinCount(v); ok && n == want {
 			continue
 		}
 		c.warnOnce(string(p.UID)+"/"+reasonMinCountMismatch, func() {

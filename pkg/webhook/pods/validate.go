@@ -2,7 +2,6 @@ package pods
 
 import (
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -71,11 +70,9 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 	return allErrs
 }
 
-// validateMinCount accepts what the controller parses into gang.minCount: a
-// positive int32 in base 10.
+// validateMinCount accepts what the controller parses into gang.minCount.
 func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n <= 0 {
+	if _, ok := scheduling.ParseMinCount(v); !ok {
 		return field.ErrorList{field.Invalid(fldPath, v, "must be a positive 32-bit integer in base 10, such as \"8\"")}
 	}
 	return nil
@@ -86,20 +83,19 @@ func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
 func validateWorkloadRef(ann map[string]string) field.ErrorList {
 	workloadPath := annotationsPath.Key(scheduling.WorkloadAnnotation)
 	templatePath := annotationsPath.Key(scheduling.TemplateAnnotation)
-	workload, hasWorkload := ann[scheduling.WorkloadAnnotation]
-	template, hasTemplate := ann[scheduling.TemplateAnnotation]
+	workload, template, _, missing := scheduling.WorkloadRefAnnotations(ann)
 
 	var allErrs field.ErrorList
-	if hasWorkload {
+	if _, has := ann[scheduling.WorkloadAnnotation]; has {
 		allErrs = append(allErrs, validateName(workload, workloadPath, "the name of a Workload in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
 	}
-	if hasTemplate {
+	if _, has := ann[scheduling.TemplateAnnotation]; has {
 		allErrs = append(allErrs, validateName(template, templatePath, "the name of a pod-group template of the Workload", apivalidation.NameIsDNSLabel)...)
 	}
-	switch {
-	case hasWorkload && !hasTemplate:
+	switch missing {
+	case scheduling.TemplateAnnotation:
 		allErrs = append(allErrs, field.Required(templatePath, fmt.Sprintf("must be set when %s is set", scheduling.WorkloadAnnotation)))
-	case hasTemplate && !hasWorkload:
+	case scheduling.WorkloadAnnotation:
 		allErrs = append(allErrs, field.Required(workloadPath, fmt.Sprintf("must be set when %s is set", scheduling.TemplateAnnotation)))
 	}
 	return allErrs
