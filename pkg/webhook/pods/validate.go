@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
 var (
@@ -57,7 +58,7 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 
 	var allErrs field.ErrorList
 	if group, ok := pod.Labels[scheduling.PodGroupLabel]; ok && isNew(pod.Labels, oldLabels, scheduling.PodGroupLabel) {
-		allErrs = append(allErrs, validateName(group, labelsPath.Key(scheduling.PodGroupLabel), "the name of a PodGroup in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
+		allErrs = append(allErrs, validation.ValidateName(group, labelsPath.Key(scheduling.PodGroupLabel), apivalidation.NameIsDNSSubdomain, "must be the name of a PodGroup in the pod's namespace")...)
 	}
 
 	ann := pod.Annotations
@@ -87,28 +88,16 @@ func validateWorkloadRef(ann map[string]string) field.ErrorList {
 
 	var allErrs field.ErrorList
 	if _, has := ann[scheduling.WorkloadAnnotation]; has {
-		allErrs = append(allErrs, validateName(workload, workloadPath, "the name of a Workload in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
+		allErrs = append(allErrs, validation.ValidateName(workload, workloadPath, apivalidation.NameIsDNSSubdomain, "must be the name of a Workload in the pod's namespace")...)
 	}
 	if _, has := ann[scheduling.TemplateAnnotation]; has {
-		allErrs = append(allErrs, validateName(template, templatePath, "the name of a pod-group template of the Workload", apivalidation.NameIsDNSLabel)...)
+		allErrs = append(allErrs, validation.ValidateName(template, templatePath, apivalidation.NameIsDNSLabel, "must be the name of a pod-group template of the Workload")...)
 	}
 	switch missing {
 	case scheduling.TemplateAnnotation:
 		allErrs = append(allErrs, field.Required(templatePath, fmt.Sprintf("must be set when %s is set", scheduling.WorkloadAnnotation)))
 	case scheduling.WorkloadAnnotation:
 		allErrs = append(allErrs, field.Required(workloadPath, fmt.Sprintf("must be set when %s is set", scheduling.TemplateAnnotation)))
-	}
-	return allErrs
-}
-
-// validateName checks that v is a valid object name by the given rule.
-func validateName(v string, fldPath *field.Path, what string, isName apivalidation.ValidateNameFunc) field.ErrorList {
-	if v == "" {
-		return field.ErrorList{field.Required(fldPath, "must be "+what)}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range isName(v, false) {
-		allErrs = append(allErrs, field.Invalid(fldPath, v, msg))
 	}
 	return allErrs
 }

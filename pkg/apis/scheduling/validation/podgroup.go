@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -63,8 +64,8 @@ func validatePodGroupSpec(spec *scheduling.PodGroupSpec, fldPath *field.Path) fi
 	var allErrs field.ErrorList
 	if ref := spec.WorkloadRef; ref != nil {
 		refPath := fldPath.Child("workloadRef")
-		allErrs = append(allErrs, validateDNSSubdomain(ref.WorkloadName, refPath.Child("workloadName"))...)
-		allErrs = append(allErrs, validateDNSLabel(ref.TemplateName, refPath.Child("templateName"))...)
+		allErrs = append(allErrs, ValidateName(ref.WorkloadName, refPath.Child("workloadName"), apivalidation.NameIsDNSSubdomain, nameRequired)...)
+		allErrs = append(allErrs, ValidateName(ref.TemplateName, refPath.Child("templateName"), apivalidation.NameIsDNSLabel, nameRequired)...)
 	}
 	allErrs = append(allErrs, validateSchedulingPolicy(&spec.SchedulingPolicy, fldPath.Child("schedulingPolicy"))...)
 
@@ -139,10 +140,10 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 func validateStatusAgainstSpec(pg *scheduling.PodGroup, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	condPath := fldPath.Child("conditions")
-	if n := len(pg.Spec.SchedulingGates); n > 0 && scheduling.IsConditionTrue(pg.Status.Conditions, scheduling.ConditionAdmitted) {
+	if n := len(pg.Spec.SchedulingGates); n > 0 && meta.IsStatusConditionTrue(pg.Status.Conditions, scheduling.ConditionAdmitted) {
 		allErrs = append(allErrs, field.Forbidden(condPath, fmt.Sprintf("condition Admitted cannot be True while spec.schedulingGates holds %d gate(s)", n)))
 	}
-	if c := scheduling.FindCondition(pg.Status.Conditions, scheduling.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue &&
+	if c := meta.FindStatusCondition(pg.Status.Conditions, scheduling.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue &&
 		c.Reason != scheduling.ReasonSucceeded && c.Reason != scheduling.ReasonFailed {
 		allErrs = append(allErrs, field.NotSupported(condPath, c.Reason, []string{scheduling.ReasonSucceeded, scheduling.ReasonFailed}))
 	}
@@ -187,7 +188,7 @@ func validatePodGroupStatusTransition(s, old *scheduling.PodGroupStatus, fldPath
 	if old.AdmissionTime != nil && !apiequality.Semantic.DeepEqual(s.AdmissionTime, old.AdmissionTime) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("admissionTime"), s.AdmissionTime, "field is immutable once set"))
 	}
-	if scheduling.IsConditionTrue(old.Conditions, scheduling.ConditionScheduled) && !scheduling.IsConditionTrue(s.Conditions, scheduling.ConditionScheduled) {
+	if meta.IsStatusConditionTrue(old.Conditions, scheduling.ConditionScheduled) && !meta.IsStatusConditionTrue(s.Conditions, scheduling.ConditionScheduled) {
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("conditions"), "condition Scheduled cannot leave True once it is True"))
 	}
 	return allErrs
