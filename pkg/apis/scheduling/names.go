@@ -26,6 +26,11 @@ const (
 	TemplateAnnotation = "scheduling.muster.dev/template"
 )
 
+// ControllerName names the embedded controller wherever it shows: its
+// leader-election Lease, its field manager, its user agent and the source of
+// its events.
+const ControllerName = "muster-controller"
+
 // DefaultServerNamespace is the namespace Muster runs in when $POD_NAMESPACE
 // does not say otherwise.
 const DefaultServerNamespace = "muster-system"

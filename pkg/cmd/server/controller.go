@@ -102,13 +102,13 @@ func (o *ControllerOptions) startController(kubeConfig, loopback *rest.Config) g
 		kcfg := rest.CopyConfig(kubeConfig)
 		kcfg.QPS, kcfg.Burst = o.QPS, o.Burst
 		kcfg.Wrap(apicalls.Wrap("kube"))
-		kube, err := kubernetes.NewForConfig(rest.AddUserAgent(kcfg, "muster-controller"))
+		kube, err := kubernetes.NewForConfig(rest.AddUserAgent(kcfg, scheduling.ControllerName))
 		if err != nil {
 			return fmt.Errorf("creating kube client: %w", err)
 		}
 		mcfg := rest.CopyConfig(loopback)
 		mcfg.Wrap(apicalls.Wrap("muster"))
-		muster, err := versioned.NewForConfig(rest.AddUserAgent(mcfg, "muster-controller"))
+		muster, err := versioned.NewForConfig(rest.AddUserAgent(mcfg, scheduling.ControllerName))
 		if err != nil {
 			return fmt.Errorf("creating loopback client: %w", err)
 		}
@@ -150,7 +150,7 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: "muster-controller"})
+	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: scheduling.ControllerName})
 
 	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, recorder)
 	if err != nil {
@@ -172,7 +172,7 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 	logger := klog.FromContext(ctx)
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, "muster-controller",
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, scheduling.ControllerName,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		logger.Error(err, "Cannot create the leader-election lock; the controller does not run")
@@ -186,7 +186,7 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 			RenewDeadline:   o.RenewDeadline,
 			RetryPeriod:     o.RetryPeriod,
 			ReleaseOnCancel: true,
-			Name:            "muster-controller",
+			Name:            scheduling.ControllerName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Became the leader; starting the controller", "identity", id)

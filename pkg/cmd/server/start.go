@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
@@ -59,7 +60,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if o.Controller.Enabled {
 		hook := o.Controller.startController(cfg.GenericConfig.ClientConfig, cfg.GenericConfig.LoopbackClientConfig)
-		if err := server.GenericAPIServer.AddPostStartHook("start-muster-controller", hook); err != nil {
+		if err := server.GenericAPIServer.AddPostStartHook("start-"+scheduling.ControllerName, hook); err != nil {
 			return fmt.Errorf("adding controller hook: %w", err)
 		}
 	}

@@ -52,7 +52,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		}
 		return nil
 	}
-	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: "muster-controller"})
+	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: scheduling.ControllerName})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return nil // the informer brings it, and its pods are synced then.

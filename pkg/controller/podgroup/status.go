@@ -7,11 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 // statusUpdateOptions name the controller as the manager of what it writes.
-var statusUpdateOptions = metav1.UpdateOptions{FieldManager: "muster-controller"}
+var statusUpdateOptions = metav1.UpdateOptions{FieldManager: scheduling.ControllerName}
 
 func equalStatus(a, b *v1alpha1.PodGroup) bool {
 	return apiequality.Semantic.DeepEqual(a.Status, b.Status)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
@@ -116,7 +117,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if equalStatus(&w.Status, &next.Status) {
 		return nil
 	}
-	_, err = c.client.SchedulingV1alpha1().Workloads(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: "muster-controller"})
+	_, err = c.client.SchedulingV1alpha1().Workloads(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: scheduling.ControllerName})
 	if err != nil {
 		return fmt.Errorf("writing status of Workload %s: %w", key, err)
 	}
