@@ -20,6 +20,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
+	registryscheduling "github.com/muster-dev/muster/pkg/registry/scheduling"
 )
 
 // podGroupStrategy governs writes to the main podgroups resource.
@@ -37,9 +38,7 @@ func (podGroupStrategy) NamespaceScoped() bool { return true }
 
 // GetResetFields says that writes to the main resource never set status.
 func (podGroupStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return registryscheduling.MainResetFields()
 }
 
 // PrepareForCreate clears status, starts the generation at 1 and adds the
@@ -99,15 +98,7 @@ func NewStatusStrategy(s podGroupStrategy) podGroupStatusStrategy {
 // GetResetFields says that status writes never set spec or the metadata
 // that ResetObjectMetaForStatus restores.
 func (podGroupStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata", "labels"),
-			fieldpath.MakePathOrDie("metadata", "annotations"),
-			fieldpath.MakePathOrDie("metadata", "finalizers"),
-			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+	return registryscheduling.StatusResetFields()
 }
 
 // PrepareForUpdate keeps the stored spec and metadata, and derives the phase.

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
+	registryscheduling "github.com/muster-dev/muster/pkg/registry/scheduling"
 )
 
 // workloadStrategy governs writes to the main workloads resource.
@@ -36,9 +36,7 @@ func (workloadStrategy) NamespaceScoped() bool { return true }
 
 // GetResetFields says that writes to the main resource never set status.
 func (workloadStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return registryscheduling.MainResetFields()
 }
 
 // PrepareForCreate clears status and starts the generation at 1.
@@ -90,15 +88,7 @@ func NewStatusStrategy(s workloadStrategy) workloadStatusStrategy {
 // GetResetFields says that status writes never set spec or the metadata
 // that ResetObjectMetaForStatus restores.
 func (workloadStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata", "labels"),
-			fieldpath.MakePathOrDie("metadata", "annotations"),
-			fieldpath.MakePathOrDie("metadata", "finalizers"),
-			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+	return registryscheduling.StatusResetFields()
 }
 
 // PrepareForUpdate keeps the stored spec and metadata.
