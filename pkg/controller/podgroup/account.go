@@ -72,7 +72,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	// fail its test, and the pod counts as removed.
 	gone := sets.New[types.UID]()
 	targets = slices.DeleteFunc(targets, func(p *corev1.Pod) bool {
-		if c.expectations.pending(groupKeyOf(pg), p.UID) {
+		if c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
 			gone.Insert(p.UID)
 			return true
 		}
@@ -82,7 +82,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 		return gone, nil
 	}
 	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch)
-	c.expectations.expect(groupKeyOf(pg), done...)
+	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {
 		// Step 4 still counts the pods whose finalizer did come off.
@@ -154,7 +154,7 @@ func (c *Controller) accountingDone(pg *v1alpha1.PodGroup, v *podView, removed s
 		return false
 	}
 	for uid := range v.finished {
-		if !removed.Has(uid) && !c.expectations.pending(groupKeyOf(pg), uid) {
+		if !removed.Has(uid) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), uid) {
 			return false
 		}
 	}

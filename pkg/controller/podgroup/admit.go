@@ -33,12 +33,12 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		for i, g := range gates {
 			names[i] = g.Name
 		}
-		c.wait(pg, condReasonSchedulingGated, fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", ")), now)
+		c.setWaiting(pg, condReasonSchedulingGated, fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", ")), now)
 		return false
 	}
 	need := minCount(pg)
 	if v.active < need {
-		c.wait(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
+		c.setWaiting(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
 		return false
 	}
 	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
@@ -49,10 +49,10 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 	return true
 }
 
-// wait records why the group is not admitted. The condition's message keeps
+// setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
 // the latest count; an event is recorded only when the reason changes, not
 // for every pod that arrives.
-func (c *Controller) wait(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
+func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
 	old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
 	if old == nil || old.Reason != reason {
@@ -63,7 +63,7 @@ func (c *Controller) wait(pg *v1alpha1.PodGroup, reason, msg string, now time.Ti
 // ungate removes the admission gate from every gated pod of an admitted
 // group, in parallel, and observes the gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
-	key := groupKeyOf(pg)
+	key := groupKey(pg.Namespace, pg.Name)
 	var pods []*corev1.Pod
 	for _, p := range v.gatedPods {
 		// The cache still shows a finalizer that cleanup took off: wait until

@@ -23,7 +23,7 @@ import (
 func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
 	var tracked []*corev1.Pod
 	for _, p := range pods {
-		if isTracked(p) && !c.expectations.pending(groupKeyOf(pg), p.UID) {
+		if isTracked(p) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
 			tracked = append(tracked, p)
 		}
 		if hasGate(p) {
@@ -34,7 +34,7 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 		}
 	}
 	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch)
-	c.expectations.expect(groupKeyOf(pg), done...)
+	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of deleted PodGroup %s/%s: %w", pg.Namespace, pg.Name, errors.Join(errs...))
 	}

@@ -1,5 +1,5 @@
 // Package podgroup is Muster's gang-admission controller. For each PodGroup
-// it links the group's pods, admits the gang by removing the admission gate
+// it classifies the group's pods, admits the gang by removing the admission gate
 // from all its pods at once, and counts every finished pod exactly once with
 // the tracking finalizer (KEP-2307). docs/controller.md explains the
 // algorithm and why it is crash-safe.
@@ -166,7 +166,7 @@ func isStaleRead(err error) bool {
 
 // podsOf returns the pods labelled for a group, from the index.
 func (c *Controller) podsOf(namespace, name string) ([]*corev1.Pod, error) {
-	objs, err := c.podIndexer.ByIndex(GroupIndex, namespace+"/"+name)
+	objs, err := c.podIndexer.ByIndex(GroupIndex, groupKey(namespace, name))
 	if err != nil {
 		return nil, fmt.Errorf("reading pod index: %w", err)
 	}

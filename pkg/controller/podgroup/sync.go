@@ -51,7 +51,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 
 	now := c.clock.Now()
-	view := link(pods, now, c.cfg.FastRelease)
+	view := classifyPods(pods, now, c.cfg.FastRelease)
 	c.checkMinCountAnnotations(pg, pods)
 
 	// 1. Decide: counters, newly finished pods, admission and scheduling,

@@ -27,15 +27,16 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	if len(pods) == 0 {
 		return nil
 	}
+	key := groupKey(namespace, name)
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && isTracked(p) && !c.expectations.pending(namespace+"/"+name, p.UID) {
+		if p.DeletionTimestamp != nil && isTracked(p) && !c.expectations.pending(key, p.UID) {
 			deleting = append(deleting, p)
 		}
 	}
 	if len(deleting) > 0 {
 		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch)
-		c.expectations.expect(namespace+"/"+name, done...)
+		c.expectations.expect(key, done...)
 		if len(errs) > 0 {
 			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
 		}
@@ -128,24 +129,4 @@ func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok 
 		ok = true
 	}
 	return spec, ok, nil
-}
-
-// checkMinCountAnnotations tells pods whose min-count annotation disagrees
-// with their group's minCount: all pods of a group must agree.
-func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*corev1.Pod) {
-	want := minCount(pg)
-	for _, p := range pods {
-		v, has := p.Annotations[scheduling.MinCountAnnotation]
-		if !has {
-			continue
-		}
-		// Compare numbers: the webhook accepts "08" and "+8" as 8.
-		if n, ok := scheduling.ParseMinCount(v); ok && n == want {
-			continue
-		}
-		c.warnOnce(string(p.UID)+"/"+reasonMinCountMismatch, func() {
-			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonMinCountMismatch,
-				"annotation %s=%s disagrees with PodGroup %s, whose minCount is %d; all pods of a group must agree", scheduling.MinCountAnnotation, v, pg.Name, want)
-		})
-	}
 }
