@@ -110,7 +110,7 @@ func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 // warnFinishedJoiners tells pods that joined a finished group why they stay gated.
 func (c *Controller) warnFinishedJoiners(pg *v1alpha1.PodGroup, v *podView) {
 	for _, p := range v.gatedPods {
-		c.warnOnce(string(p.UID)+"/"+reasonGroupFinished, func() {
+		c.warnOnce(p.UID, reasonGroupFinished, func() {
 			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonGroupFinished,
 				"PodGroup %s has finished; this pod stays gated", pg.Name)
 		})

@@ -27,7 +27,7 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 			tracked = append(tracked, p)
 		}
 		if hasGate(p) {
-			c.warnOnce(string(p.UID)+"/"+reasonPodGroupDeleted, func() {
+			c.warnOnce(p.UID, reasonPodGroupDeleted, func() {
 				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonPodGroupDeleted,
 					"PodGroup %s was deleted; this pod stays gated until a PodGroup of that name is created again", pg.Name)
 			})

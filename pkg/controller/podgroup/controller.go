@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -56,8 +58,9 @@ type Controller struct {
 	lastPodSeen map[string]time.Time
 	// lastFlush is when a group's accounting status was last written.
 	lastFlush map[string]time.Time
-	// warned remembers one-off pod events so that syncs do not repeat them.
-	warned map[string]struct{}
+	// warned remembers, per pod, the reasons of the one-off events it was
+	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
+	warned map[types.UID]sets.Set[string]
 }
 
 // New builds a controller over a pod informer that must already be limited
@@ -86,7 +89,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		lastFlush:    map[string]time.Time{},
-		warned:       map[string]struct{}{},
+		warned:       map[types.UID]sets.Set[string]{},
 	}
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
@@ -186,13 +189,33 @@ func (c *Controller) managedNamespace(name string) bool {
 	return c.nsSelector.Matches(labels.Set(ns.Labels))
 }
 
-// warnOnce records a warning event unless this key was already warned about.
-func (c *Controller) warnOnce(key string, emit func()) {
+// warnOnce records an event about a pod, by emit, unless the pod was
+// already told about reason.
+func (c *Controller) warnOnce(uid types.UID, reason string, emit func()) {
 	c.mu.Lock()
-	_, done := c.warned[key]
-	c.warned[key] = struct{}{}
+	reasons := c.warned[uid]
+	if reasons == nil {
+		reasons = sets.New[string]()
+		c.warned[uid] = reasons
+	}
+	done := reasons.Has(reason)
+	reasons.Insert(reason)
 	c.mu.Unlock()
 	if !done {
 		emit()
 	}
+}
+
+// hasWarned reports whether the pod was told about reason.
+func (c *Controller) hasWarned(uid types.UID, reason string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.warned[uid].Has(reason)
+}
+
+// forgetWarnings drops what a pod was told, when the pod goes.
+func (c *Controller) forgetWarnings(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.warned, uid)
 }

@@ -48,11 +48,7 @@ func (c *Controller) deletePod(obj interface{}) {
 			return
 		}
 	}
-	c.mu.Lock()
-	for _, reason := range []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation, reasonGroupFinished} {
-		delete(c.warned, string(p.UID)+"/"+reason)
-	}
-	c.mu.Unlock()
+	c.forgetWarnings(p.UID)
 	if key, ok := podGroupKey(p); ok && c.managedNamespace(p.Namespace) {
 		c.queue.Add(key)
 	}

@@ -46,7 +46,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	if pg == nil {
 		for _, p := range pods {
 			if p.DeletionTimestamp == nil {
-				c.warnOnce(string(p.UID)+"/"+reasonWaitingForPodGroup, func() {
+				c.warnOnce(p.UID, reasonWaitingForPodGroup, func() {
 					c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForPodGroup, "waiting for PodGroup %s", name)
 				})
 			}
@@ -59,7 +59,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		return nil // the informer brings it, and its pods are synced then.
 	case apierrors.IsInvalid(err):
 		// A Workload or template that does not exist: tell the pod, do not retry hot.
-		c.warnOnce(string(from.UID)+"/"+reasonInvalidAnnotation, func() {
+		c.warnOnce(from.UID, reasonInvalidAnnotation, func() {
 			c.recorder.Eventf(from, corev1.EventTypeWarning, reasonInvalidAnnotation, "cannot create PodGroup %s: %v", name, err)
 		})
 		return nil
@@ -88,7 +88,7 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 		}
 		spec, ok, err := specFromAnnotations(p.Annotations)
 		if err != nil {
-			c.warnOnce(string(p.UID)+"/"+reasonInvalidAnnotation, func() {
+			c.warnOnce(p.UID, reasonInvalidAnnotation, func() {
 				c.recorder.Event(p, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
 			})
 			continue
