@@ -135,9 +135,6 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		informers.WithTweakListOptions(podgroup.PodListOptions),
 		informers.WithTransform(podgroup.TransformPod))
 	pods := podFactory.Core().V1().Pods()
-	if err := podgroup.AddPodIndexers(pods.Informer()); err != nil {
-		return err
-	}
 	nsFactory := informers.NewSharedInformerFactory(kube, 0)
 	namespaces := nsFactory.Core().V1().Namespaces()
 	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)

@@ -63,15 +63,18 @@ type Controller struct {
 	warned map[types.UID]sets.Set[string]
 }
 
-// New builds a controller over a pod informer that must already be limited
-// to pods carrying the group label (see PodListOptions) and must index them
-// with AddPodIndexers.
+// New builds a controller over a pod informer that must be limited to pods
+// carrying the group label (see PodListOptions). New installs GroupIndex on
+// it, so it must not have started yet.
 func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 	pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer,
 	podGroups informers.PodGroupInformer, recorder record.EventRecorder) (*Controller, error) {
 	sel, err := labels.Parse(cfg.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("parsing namespace selector: %w", err)
+	}
+	if err := addPodIndexer(pods.Informer()); err != nil {
+		return nil, fmt.Errorf("indexing pods by group: %w", err)
 	}
 	c := &Controller{
 		cfg:          cfg,

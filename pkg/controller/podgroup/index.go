@@ -29,8 +29,9 @@ func TransformPod(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// AddPodIndexers installs GroupIndex on a pod informer.
-func AddPodIndexers(informer cache.SharedIndexInformer) error {
+// addPodIndexer installs GroupIndex on the pod informer; New calls it, so
+// that a controller never runs over an informer without its index.
+func addPodIndexer(informer cache.SharedIndexInformer) error {
 	return informer.AddIndexers(cache.Indexers{GroupIndex: func(obj interface{}) ([]string, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -100,20 +101,19 @@ func ValidatePodGroupStatusUpdate(pg, old *scheduling.PodGroup) field.ErrorList 
 
 func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) field.ErrorList {
 	allErrs := metav1validation.ValidateConditions(s.Conditions, fldPath.Child("conditions"))
-	counters := []struct {
+	type counter struct {
 		name  string
 		value int32
-	}{
-		{"pods", s.Pods}, {"gated", s.Gated}, {"active", s.Active}, {"scheduled", s.Scheduled},
-		{"ready", s.Ready}, {"succeeded", s.Succeeded}, {"failed", s.Failed},
-	}
-	for _, c := range counters {
-		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), fldPath.Child(c.name))...)
 	}
 	// Gated, active, scheduled and ready count existing pods, so none can
 	// exceed pods; a ready pod is a bound one. Succeeded and failed are
 	// cumulative and include deleted pods, so they are not bounded by pods.
-	for _, c := range counters[1:5] {
+	ofExistingPods := []counter{{"gated", s.Gated}, {"active", s.Active}, {"scheduled", s.Scheduled}, {"ready", s.Ready}}
+	cumulative := []counter{{"succeeded", s.Succeeded}, {"failed", s.Failed}}
+	for _, c := range slices.Concat([]counter{{"pods", s.Pods}}, ofExistingPods, cumulative) {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), fldPath.Child(c.name))...)
+	}
+	for _, c := range ofExistingPods {
 		if c.value > s.Pods {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(c.name), c.value, fmt.Sprintf("must be less than or equal to status.pods (%d)", s.Pods)))
 		}
