@@ -3,7 +3,6 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 
@@ -46,12 +45,10 @@ type Options struct {
 	// embeddedEtcdURL is set by Complete when no --etcd-servers was given.
 	embeddedEtcdURL string
 	bindAddressSet  bool
-
-	Stdout, Stderr io.Writer
 }
 
 // NewOptions returns the default options.
-func NewOptions(out, errOut io.Writer) *Options {
+func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(
 			defaultEtcdPathPrefix,
@@ -59,8 +56,6 @@ func NewOptions(out, errOut io.Writer) *Options {
 		),
 		DataDir:    "muster-data",
 		Controller: NewControllerOptions(),
-		Stdout:     out,
-		Stderr:     errOut,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})

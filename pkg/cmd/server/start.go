@@ -40,9 +40,19 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 // Run serves the API until ctx ends. Options must be completed and valid.
 func Run(ctx context.Context, o *Options) error {
 	if o.embeddedEtcdURL != "" {
-		if _, err := startEmbeddedEtcd(ctx, o.DataDir, o.embeddedEtcdURL); err != nil {
+		// The embedded etcd stops when Run returns, on any path, and Run
+		// returns only once it has stopped and flushed its data.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		stopped, err := startEmbeddedEtcd(ctx, o.DataDir, o.embeddedEtcdURL)
+		if err != nil {
+			cancel()
 			return err
 		}
+		defer func() {
+			cancel()
+			<-stopped
+		}()
 	}
 	cfg, err := o.Config()
 	if err != nil {

@@ -114,20 +114,22 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 // Run syncs groups with the given number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
+	// Shutting the queue down is what ends the workers; then wait for them.
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+	}()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting PodGroup controller", "workers", workers)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
 	}
-	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
 	<-ctx.Done()
 	logger.Info("Stopping PodGroup controller")
-	c.queue.ShutDown()
-	wg.Wait()
 	return nil
 }
 

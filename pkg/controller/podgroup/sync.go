@@ -62,7 +62,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	admitted := c.admit(next, view, now)
 	markScheduled(next, view, now)
 	next.Status.ObservedGeneration = pg.Generation
-	pg, flushAfter, err := c.writeStatus(ctx, key, pg, next, now)
+	// A refresh this write defers is rewritten by the second write, which
+	// says when to flush it.
+	pg, _, err = c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +85,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	next.Status.ObservedGeneration = pg.Generation
 	countRemoved(next, view, removed)
 	finishAfter := c.finish(next, view, removed, now)
-	pg, flushAfter, err = c.writeStatus(ctx, key, pg, next, now)
+	pg, flushAfter, err := c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
 		return 0, err
 	}

@@ -60,11 +60,15 @@ func New(client versioned.Interface, workloads informers.WorkloadInformer) (*Con
 
 // Run syncs Workloads with one worker until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
+	// Shutting the queue down is what ends the worker; then wait for it.
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return
 	}
-	var wg sync.WaitGroup
 	wg.Go(func() {
 		wait.UntilWithContext(ctx, func(ctx context.Context) {
 			for c.processNext(ctx) {
@@ -72,8 +76,6 @@ func (c *Controller) Run(ctx context.Context) {
 		}, time.Second)
 	})
 	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
