@@ -8,11 +8,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -20,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/apiserver"
 	"github.com/muster-dev/muster/pkg/controller/apicalls"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/controller/workload"
@@ -144,10 +141,8 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		return err
 	}
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder, broadcaster := newEventRecorder(kube, record.WithContext(ctx))
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: scheduling.ControllerName})
 
 	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, recorder)
 	if err != nil {
