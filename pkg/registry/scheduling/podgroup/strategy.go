@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -28,6 +29,15 @@ type podGroupStrategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
 }
+
+var (
+	_ rest.RESTCreateStrategy  = podGroupStrategy{}
+	_ rest.RESTUpdateStrategy  = podGroupStrategy{}
+	_ rest.RESTDeleteStrategy  = podGroupStrategy{}
+	_ rest.ResetFieldsStrategy = podGroupStrategy{}
+	_ rest.RESTUpdateStrategy  = podGroupStatusStrategy{}
+	_ rest.ResetFieldsStrategy = podGroupStatusStrategy{}
+)
 
 // NewStrategy returns the strategy for the main resource.
 func NewStrategy(typer runtime.ObjectTyper) podGroupStrategy {
@@ -75,6 +85,11 @@ func (podGroupStrategy) Canonicalize(runtime.Object) {}
 
 func (podGroupStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
+// AllowUnconditionalUpdate lets an update without a resourceVersion
+// through, last writer wins, as upstream's Pod and Deployment storage do,
+// so that "kubectl replace" of a manifest without one works.
+// Every write that must not lose a race (the controller's status writes,
+// which carry the resourceVersion they read) is conditional anyway.
 func (podGroupStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 func (podGroupStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {

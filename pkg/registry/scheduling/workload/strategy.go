@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -26,6 +27,15 @@ type workloadStrategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
 }
+
+var (
+	_ rest.RESTCreateStrategy  = workloadStrategy{}
+	_ rest.RESTUpdateStrategy  = workloadStrategy{}
+	_ rest.RESTDeleteStrategy  = workloadStrategy{}
+	_ rest.ResetFieldsStrategy = workloadStrategy{}
+	_ rest.RESTUpdateStrategy  = workloadStatusStrategy{}
+	_ rest.ResetFieldsStrategy = workloadStatusStrategy{}
+)
 
 // NewStrategy returns the strategy for the main resource.
 func NewStrategy(typer runtime.ObjectTyper) workloadStrategy {
@@ -65,6 +75,11 @@ func (workloadStrategy) Canonicalize(runtime.Object) {}
 
 func (workloadStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
+// AllowUnconditionalUpdate lets an update without a resourceVersion
+// through, last writer wins, as upstream's Pod and Deployment storage do,
+// so that "kubectl replace" of a manifest without one works.
+// Every write that must not lose a race (the controller's status writes,
+// which carry the resourceVersion they read) is conditional anyway.
 func (workloadStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 func (workloadStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
