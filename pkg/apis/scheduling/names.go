@@ -7,7 +7,8 @@ import "fmt"
 const (
 	// PodGroupLabel on a pod names the PodGroup, in the pod's namespace, that the pod belongs to.
 	PodGroupLabel = "scheduling.muster.dev/pod-group"
-	// ManagedLabel marks pods that Muster's webhook has prepared for gang admission.
+	// ManagedLabel marks pods that Muster's webhook has prepared for gang
+	// admission. It is for users and tools; the controller does not read it.
 	ManagedLabel = "scheduling.muster.dev/managed"
 	// AdmissionGate is the pod scheduling gate that holds a pod until its gang is admitted.
 	AdmissionGate = "scheduling.muster.dev/admission"

@@ -15,7 +15,8 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// recordFinished is step 2 of KEP-2307: the UIDs of finished pods that still
+// recordFinished is step 5 of docs/controller.md (KEP-2307's first write):
+// the UIDs of finished pods that still
 // carry the tracking finalizer go into status.uncountedTerminatedPods, which
 // is written before any finalizer comes off. Each list holds at most 500
 // UIDs; moreToRecord says a further batch is waiting. While a group's pods
@@ -55,7 +56,7 @@ func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podVie
 	return moreToRecord, 0
 }
 
-// removeFinalizers is step 3: the finalizer comes off every pod whose UID is
+// removeFinalizers is step 10: the finalizer comes off every pod whose UID is
 // recorded in status, and off deleted pods that never ran. It returns the
 // UIDs whose finalizer is now gone.
 func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) (sets.Set[types.UID], error) {
@@ -85,13 +86,13 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {
-		// Step 4 still counts the pods whose finalizer did come off.
+		// Step 11 still counts the pods whose finalizer did come off.
 		return gone, fmt.Errorf("removing tracking finalizers: %w", errors.Join(errs...))
 	}
 	return gone, nil
 }
 
-// countRemoved is step 4: a recorded UID whose pod has lost its finalizer,
+// countRemoved is step 11: a recorded UID whose pod has lost its finalizer,
 // or is gone, moves from uncountedTerminatedPods into the counters, in the
 // same write. That write is what makes the count exactly-once.
 func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]) {

@@ -15,12 +15,12 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// admit decides whether the group is admitted and records the decision in
-// pg's status: Admitted=True with admissionTime the first time the group has
-// no group gates and at least minCount active pods. It reports whether the
-// group's gated pods should be released now. Once admitted, a group stays
-// admitted, so pods that join later (replacements, scale-up) are released at
-// once. A finished group admits nobody.
+// admit is step 6: it decides whether the group is admitted and records the
+// decision in pg's status: Admitted=True with admissionTime the first time
+// the group has no group gates and at least minCount active pods. It reports
+// whether the group's gated pods should be released now. Once admitted, a
+// group stays admitted, so pods that join later (replacements, scale-up) are
+// released at once. A finished group admits nobody.
 func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
 	if isFinished(pg) {
 		return false
@@ -60,8 +60,9 @@ func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now t
 	}
 }
 
-// ungate removes the admission gate from every gated pod of an admitted
-// group, in parallel, and observes the gate-removal latency.
+// ungate is step 9, for an admitted group: it removes the admission gate
+// from every gated pod of an admitted group, in parallel, and observes the
+// gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
 	key := groupKey(pg.Namespace, pg.Name)
 	var pods []*corev1.Pod
@@ -94,8 +95,8 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	return nil
 }
 
-// markScheduled sets Scheduled=True, and startTime, once minCount pods are
-// bound to nodes. The condition never goes back.
+// markScheduled is step 7: it sets Scheduled=True, and startTime, once
+// minCount pods are bound to nodes. The condition never goes back.
 func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 	if v.scheduled < minCount(pg) || !isAdmitted(pg) {
 		return
@@ -107,7 +108,8 @@ func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 	}
 }
 
-// warnFinishedJoiners tells pods that joined a finished group why they stay gated.
+// warnFinishedJoiners is step 9 for a finished group: it tells pods that
+// joined it why they stay gated.
 func (c *Controller) warnFinishedJoiners(pg *v1alpha1.PodGroup, v *podView) {
 	for _, p := range v.gatedPods {
 		c.warnOnce(p.UID, reasonGroupFinished, func() {

@@ -15,7 +15,7 @@ import (
 	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
 
-// cleanup is step 6, for a PodGroup being deleted: the tracking finalizer
+// cleanup is the path of docs/controller.md for a PodGroup being deleted: the tracking finalizer
 // comes off every pod of the group first, so that no pod is ever stuck
 // Terminating because of Muster, and only then does the group's pod-cleanup
 // finalizer come off. Gated pods stay gated: a PodGroup re-created with the

@@ -7,8 +7,9 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// checkMinCountAnnotations tells pods whose min-count annotation disagrees
-// with their group's minCount: all pods of a group must agree.
+// checkMinCountAnnotations is step 3: it tells pods whose min-count
+// annotation disagrees with their group's minCount: all pods of a group must
+// agree.
 func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*corev1.Pod) {
 	want := minCount(pg)
 	for _, p := range pods {

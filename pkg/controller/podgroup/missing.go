@@ -19,7 +19,8 @@ import (
 // pods' annotations (KEP-976), naming the pod it was created from.
 const CreatedByAnnotation = "scheduling.muster.dev/created-from-pod"
 
-// syncMissingGroup is step 7, for pods whose PodGroup does not exist. Pods
+// syncMissingGroup is the path of docs/controller.md for pods whose
+// PodGroup does not exist. Pods
 // being deleted lose the tracking finalizer at once, so that none is stuck
 // Terminating. If a pod carries creation annotations, the controller creates
 // the group; otherwise the pods stay gated and are told what they wait for.

@@ -62,7 +62,7 @@ func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
 	return d
 }
 
-// setCounters copies the counts of existing pods into status.
+// setCounters is step 4: it copies the counts of existing pods into status.
 func setCounters(pg *v1alpha1.PodGroup, v *podView) {
 	s := &pg.Status
 	s.Pods, s.Gated, s.Active, s.Scheduled, s.Ready = v.pods, v.gated, v.active, v.scheduled, v.ready

@@ -11,11 +11,11 @@ import (
 )
 
 // mutate returns the patch that prepares a new pod of a gang for admission:
-// the admission gate holds it, the tracking finalizer keeps it until it is
-// counted, and the managed label tells the controller both are in place. A pod
-// without the group label gets nothing.
-// The webhook only ever adds: it never removes or rewrites what the pod's
-// author or another webhook wrote.
+// the admission gate holds it, and the tracking finalizer keeps it until it
+// is counted. The managed label records, for users and tools, that the
+// webhook did both; the controller does not read it. A pod without the
+// group label gets nothing. The webhook only ever adds: it never removes or
+// rewrites what the pod's author or another webhook wrote.
 func mutate(pod *corev1.Pod) (ops []jsonpatch.Op, warnings []string) {
 	group := pod.Labels[scheduling.PodGroupLabel]
 	if group == "" {
