@@ -104,23 +104,20 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 		_, stillTracked := v.withFinalizer[uid]
 		return !stillTracked || removed.Has(uid)
 	}
-	var keepS, keepF []types.UID
-	for _, uid := range u.Succeeded {
-		if counted(uid) {
-			pg.Status.Succeeded++
-			metrics.podsAccounted.WithLabelValues("succeeded").Inc()
-		} else {
-			keepS = append(keepS, uid)
+	// move counts the UIDs whose pods are counted into counter, and keeps the rest.
+	move := func(uids []types.UID, counter *int32, result string) (keep []types.UID) {
+		for _, uid := range uids {
+			if counted(uid) {
+				*counter++
+				metrics.podsAccounted.WithLabelValues(result).Inc()
+			} else {
+				keep = append(keep, uid)
+			}
 		}
+		return keep
 	}
-	for _, uid := range u.Failed {
-		if counted(uid) {
-			pg.Status.Failed++
-			metrics.podsAccounted.WithLabelValues("failed").Inc()
-		} else {
-			keepF = append(keepF, uid)
-		}
-	}
+	keepS := move(u.Succeeded, &pg.Status.Succeeded, "succeeded")
+	keepF := move(u.Failed, &pg.Status.Failed, "failed")
 	if len(keepS) == 0 && len(keepF) == 0 {
 		pg.Status.UncountedTerminatedPods = nil
 		return
