@@ -15,6 +15,6 @@ import (
 
 func main() {
 	ctx := genericapiserver.SetupSignalContext()
-	cmd := server.NewCommand(ctx, server.NewOptions(os.Stdout, os.Stderr))
+	cmd := server.NewCommand(ctx, server.NewOptions())
 	os.Exit(cli.Run(cmd))
 }

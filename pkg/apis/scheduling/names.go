@@ -1,11 +1,14 @@
 package scheduling
 
+import "fmt"
+
 // Names shared by the server, the controller and the webhook. They are part of
 // Muster's public contract and never change.
 const (
 	// PodGroupLabel on a pod names the PodGroup, in the pod's namespace, that the pod belongs to.
 	PodGroupLabel = "scheduling.muster.dev/pod-group"
-	// ManagedLabel marks pods that Muster's webhook has prepared for gang admission.
+	// ManagedLabel marks pods that Muster's webhook has prepared for gang
+	// admission. It is for users and tools; the controller does not read it.
 	ManagedLabel = "scheduling.muster.dev/managed"
 	// AdmissionGate is the pod scheduling gate that holds a pod until its gang is admitted.
 	AdmissionGate = "scheduling.muster.dev/admission"
@@ -24,10 +27,31 @@ const (
 	TemplateAnnotation = "scheduling.muster.dev/template"
 )
 
+// ControllerName names the embedded controller wherever it shows: its
+// leader-election Lease, its field manager, its user agent and the source of
+// its events.
+const ControllerName = "muster-controller"
+
+// DefaultServerNamespace is the namespace Muster runs in when $POD_NAMESPACE
+// does not say otherwise.
+const DefaultServerNamespace = "muster-system"
+
 // DefaultNamespaceSelector picks the namespaces whose labelled pods Muster
-// manages unless configured otherwise: all but the system's and Muster's own.
-// The webhook configurations and the controller use the same selector.
-const DefaultNamespaceSelector = "kubernetes.io/metadata.name notin (kube-system,muster-system)"
+// manages unless configured otherwise: all but the system's and Muster's own,
+// for a server in DefaultServerNamespace. The webhook's default selector is
+// parsed from it (pods.DefaultNamespaceSelector); the controller's flag starts
+// from NamespaceSelectorExcluding with the server's actual namespace. Each of
+// them is configured on its own, so an operator who changes one must change
+// the other.
+var DefaultNamespaceSelector = NamespaceSelectorExcluding(DefaultServerNamespace)
+
+// NamespaceSelectorExcluding is the default namespace selector, in label
+// selector syntax, of a server running in serverNamespace: every namespace but
+// kube-system and serverNamespace, so that neither the control plane nor
+// Muster itself can be blocked by the webhook.
+func NamespaceSelectorExcluding(serverNamespace string) string {
+	return fmt.Sprintf("kubernetes.io/metadata.name notin (kube-system,%s)", serverNamespace)
+}
 
 // Limits of the API.
 const (

@@ -124,7 +124,10 @@ const (
 
 // The condition types of a PodGroup.
 const (
-	// ConditionAdmitted is True once the group's pods have had their admission gates removed.
+	// ConditionAdmitted is True once the controller has admitted the gang. It
+	// is written before the admission gates come off the group's pods, so that
+	// a crash in between is finished by the next sync: while it is True some
+	// pods may still be gated.
 	ConditionAdmitted = "Admitted"
 	// ConditionScheduled is True once at least minCount pods were bound to nodes. It stays True.
 	ConditionScheduled = "Scheduled"

@@ -8,18 +8,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/muster-dev/muster/pkg/apiserver"
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/apicalls"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/controller/workload"
@@ -47,11 +45,11 @@ type ControllerOptions struct {
 func NewControllerOptions() *ControllerOptions {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
-		ns = "muster-system"
+		ns = scheduling.DefaultServerNamespace
 	}
 	cfg := podgroup.DefaultConfig()
 	// By default Muster leaves alone kube-system and its own namespace.
-	cfg.NamespaceSelector = fmt.Sprintf("%s notin (kube-system,%s)", corev1.LabelMetadataName, ns)
+	cfg.NamespaceSelector = scheduling.NamespaceSelectorExcluding(ns)
 	return &ControllerOptions{
 		Config:               cfg,
 		Enabled:              true,
@@ -101,13 +99,13 @@ func (o *ControllerOptions) startController(kubeConfig, loopback *rest.Config) g
 		kcfg := rest.CopyConfig(kubeConfig)
 		kcfg.QPS, kcfg.Burst = o.QPS, o.Burst
 		kcfg.Wrap(apicalls.Wrap("kube"))
-		kube, err := kubernetes.NewForConfig(rest.AddUserAgent(kcfg, "muster-controller"))
+		kube, err := kubernetes.NewForConfig(rest.AddUserAgent(kcfg, scheduling.ControllerName))
 		if err != nil {
 			return fmt.Errorf("creating kube client: %w", err)
 		}
 		mcfg := rest.CopyConfig(loopback)
 		mcfg.Wrap(apicalls.Wrap("muster"))
-		muster, err := versioned.NewForConfig(rest.AddUserAgent(mcfg, "muster-controller"))
+		muster, err := versioned.NewForConfig(rest.AddUserAgent(mcfg, scheduling.ControllerName))
 		if err != nil {
 			return fmt.Errorf("creating loopback client: %w", err)
 		}
@@ -134,9 +132,6 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		informers.WithTweakListOptions(podgroup.PodListOptions),
 		informers.WithTransform(podgroup.TransformPod))
 	pods := podFactory.Core().V1().Pods()
-	if err := podgroup.AddPodIndexers(pods.Informer()); err != nil {
-		return err
-	}
 	nsFactory := informers.NewSharedInformerFactory(kube, 0)
 	namespaces := nsFactory.Core().V1().Namespaces()
 	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
@@ -146,10 +141,8 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		return err
 	}
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder, broadcaster := newEventRecorder(kube, record.WithContext(ctx))
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: "muster-controller"})
 
 	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, recorder)
 	if err != nil {
@@ -171,7 +164,7 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 	logger := klog.FromContext(ctx)
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, "muster-controller",
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, scheduling.ControllerName,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		logger.Error(err, "Cannot create the leader-election lock; the controller does not run")
@@ -185,7 +178,7 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 			RenewDeadline:   o.RenewDeadline,
 			RetryPeriod:     o.RetryPeriod,
 			ReleaseOnCancel: true,
-			Name:            "muster-controller",
+			Name:            scheduling.ControllerName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Became the leader; starting the controller", "identity", id)

@@ -3,7 +3,6 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 
@@ -19,10 +18,8 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	netutils "k8s.io/utils/net"
 
-	"github.com/muster-dev/muster/pkg/admission/workloadref"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/apiserver"
-	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	musteropenapi "github.com/muster-dev/muster/pkg/generated/openapi"
 )
 
@@ -48,12 +45,10 @@ type Options struct {
 	// embeddedEtcdURL is set by Complete when no --etcd-servers was given.
 	embeddedEtcdURL string
 	bindAddressSet  bool
-
-	Stdout, Stderr io.Writer
 }
 
 // NewOptions returns the default options.
-func NewOptions(out, errOut io.Writer) *Options {
+func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(
 			defaultEtcdPathPrefix,
@@ -61,16 +56,13 @@ func NewOptions(out, errOut io.Writer) *Options {
 		),
 		DataDir:    "muster-data",
 		Controller: NewControllerOptions(),
-		Stdout:     out,
-		Stderr:     errOut,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	// kube-apiserver calls the pod webhook without credentials: its paths
 	// skip authorization (authentication still runs, as anonymous).
 	o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, webhookPathPrefix+"*")
-	workloadref.Register(o.RecommendedOptions.Admission.Plugins)
-	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(o.RecommendedOptions.Admission.RecommendedPluginOrder, workloadref.PluginName)
+	registerAdmission(o.RecommendedOptions.Admission)
 	return o
 }
 
@@ -132,11 +124,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 
 	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
-		client, err := versioned.NewForConfig(c.LoopbackClientConfig)
+		init, err := admissionInitializer(c.LoopbackClientConfig)
 		if err != nil {
-			return nil, fmt.Errorf("creating loopback client: %w", err)
+			return nil, err
 		}
-		return []admission.PluginInitializer{workloadref.Initializer{Workloads: workloadref.NewClientGetter(client)}}, nil
+		return []admission.PluginInitializer{init}, nil
 	}
 
 	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)

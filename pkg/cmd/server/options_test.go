@@ -24,7 +24,7 @@ func TestStandaloneBindsLoopbackOnly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := NewOptions(nil, nil)
+			o := NewOptions()
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			args := append(tc.args, "--etcd-servers=http://127.0.0.1:2379", "--data-dir="+t.TempDir())
@@ -54,7 +54,7 @@ func TestStandaloneBindsLoopbackOnly(t *testing.T) {
 // TestStandaloneDropsDelegation checks that standalone mode asks the cluster
 // for nothing: no delegated authentication or authorization, no core client.
 func TestStandaloneDropsDelegation(t *testing.T) {
-	o := NewOptions(nil, nil)
+	o := NewOptions()
 	o.Standalone = true
 	if err := o.Complete(nil); err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestStandaloneDropsDelegation(t *testing.T) {
 // TestNormalModeDelegates checks that without --standalone the server keeps
 // delegated authentication and authorization and the admission chain.
 func TestNormalModeDelegates(t *testing.T) {
-	o := NewOptions(nil, nil)
+	o := NewOptions()
 	if err := o.Complete(nil); err != nil {
 		t.Fatal(err)
 	}

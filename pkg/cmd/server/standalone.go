@@ -17,9 +17,6 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
-
-	"github.com/muster-dev/muster/pkg/admission/workloadref"
-	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 )
 
 // StandaloneUser is who every request runs as in standalone mode.
@@ -61,13 +58,8 @@ func (o *Options) applyStandalone(cfg *genericapiserver.RecommendedConfig) error
 	})
 	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
 
-	client, err := versioned.NewForConfig(cfg.LoopbackClientConfig)
+	plugin, err := standaloneAdmission(cfg.LoopbackClientConfig)
 	if err != nil {
-		return fmt.Errorf("creating loopback client: %w", err)
-	}
-	plugin := workloadref.New()
-	workloadref.Initializer{Workloads: workloadref.NewClientGetter(client)}.Initialize(plugin)
-	if err := plugin.ValidateInitialization(); err != nil {
 		return err
 	}
 	cfg.AdmissionControl = plugin

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
@@ -39,9 +40,19 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 // Run serves the API until ctx ends. Options must be completed and valid.
 func Run(ctx context.Context, o *Options) error {
 	if o.embeddedEtcdURL != "" {
-		if _, err := startEmbeddedEtcd(ctx, o.DataDir, o.embeddedEtcdURL); err != nil {
+		// The embedded etcd stops when Run returns, on any path, and Run
+		// returns only once it has stopped and flushed its data.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		stopped, err := startEmbeddedEtcd(ctx, o.DataDir, o.embeddedEtcdURL)
+		if err != nil {
+			cancel()
 			return err
 		}
+		defer func() {
+			cancel()
+			<-stopped
+		}()
 	}
 	cfg, err := o.Config()
 	if err != nil {
@@ -59,7 +70,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if o.Controller.Enabled {
 		hook := o.Controller.startController(cfg.GenericConfig.ClientConfig, cfg.GenericConfig.LoopbackClientConfig)
-		if err := server.GenericAPIServer.AddPostStartHook("start-muster-controller", hook); err != nil {
+		if err := server.GenericAPIServer.AddPostStartHook("start-"+scheduling.ControllerName, hook); err != nil {
 			return fmt.Errorf("adding controller hook: %w", err)
 		}
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// recordFinished is step 2 of KEP-2307: the UIDs of finished pods that still
+// recordFinished is step 5 of docs/controller.md (KEP-2307's first write):
+// the UIDs of finished pods that still
 // carry the tracking finalizer go into status.uncountedTerminatedPods, which
 // is written before any finalizer comes off. Each list holds at most 500
 // UIDs; moreToRecord says a further batch is waiting. While a group's pods
@@ -55,7 +56,7 @@ func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podVie
 	return moreToRecord, 0
 }
 
-// removeFinalizers is step 3: the finalizer comes off every pod whose UID is
+// removeFinalizers is step 10: the finalizer comes off every pod whose UID is
 // recorded in status, and off deleted pods that never ran. It returns the
 // UIDs whose finalizer is now gone.
 func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) (sets.Set[types.UID], error) {
@@ -72,7 +73,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	// fail its test, and the pod counts as removed.
 	gone := sets.New[types.UID]()
 	targets = slices.DeleteFunc(targets, func(p *corev1.Pod) bool {
-		if c.expectations.pending(groupKeyOf(pg), p.UID) {
+		if c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
 			gone.Insert(p.UID)
 			return true
 		}
@@ -82,16 +83,16 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 		return gone, nil
 	}
 	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch)
-	c.expectations.expect(groupKeyOf(pg), done...)
+	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {
-		// Step 4 still counts the pods whose finalizer did come off.
+		// Step 11 still counts the pods whose finalizer did come off.
 		return gone, fmt.Errorf("removing tracking finalizers: %w", errors.Join(errs...))
 	}
 	return gone, nil
 }
 
-// countRemoved is step 4: a recorded UID whose pod has lost its finalizer,
+// countRemoved is step 11: a recorded UID whose pod has lost its finalizer,
 // or is gone, moves from uncountedTerminatedPods into the counters, in the
 // same write. That write is what makes the count exactly-once.
 func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]) {
@@ -103,23 +104,20 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 		_, stillTracked := v.withFinalizer[uid]
 		return !stillTracked || removed.Has(uid)
 	}
-	var keepS, keepF []types.UID
-	for _, uid := range u.Succeeded {
-		if counted(uid) {
-			pg.Status.Succeeded++
-			metrics.podsAccounted.WithLabelValues("succeeded").Inc()
-		} else {
-			keepS = append(keepS, uid)
+	// move counts the UIDs whose pods are counted into counter, and keeps the rest.
+	move := func(uids []types.UID, counter *int32, result string) (keep []types.UID) {
+		for _, uid := range uids {
+			if counted(uid) {
+				*counter++
+				metrics.podsAccounted.WithLabelValues(result).Inc()
+			} else {
+				keep = append(keep, uid)
+			}
 		}
+		return keep
 	}
-	for _, uid := range u.Failed {
-		if counted(uid) {
-			pg.Status.Failed++
-			metrics.podsAccounted.WithLabelValues("failed").Inc()
-		} else {
-			keepF = append(keepF, uid)
-		}
-	}
+	keepS := move(u.Succeeded, &pg.Status.Succeeded, "succeeded")
+	keepF := move(u.Failed, &pg.Status.Failed, "failed")
 	if len(keepS) == 0 && len(keepF) == 0 {
 		pg.Status.UncountedTerminatedPods = nil
 		return
@@ -154,7 +152,7 @@ func (c *Controller) accountingDone(pg *v1alpha1.PodGroup, v *podView, removed s
 		return false
 	}
 	for uid := range v.finished {
-		if !removed.Has(uid) && !c.expectations.pending(groupKeyOf(pg), uid) {
+		if !removed.Has(uid) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), uid) {
 			return false
 		}
 	}

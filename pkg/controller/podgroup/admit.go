@@ -15,12 +15,12 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// admit decides whether the group is admitted and records the decision in
-// pg's status: Admitted=True with admissionTime the first time the group has
-// no group gates and at least minCount active pods. It reports whether the
-// group's gated pods should be released now. Once admitted, a group stays
-// admitted, so pods that join later (replacements, scale-up) are released at
-// once. A finished group admits nobody.
+// admit is step 6: it decides whether the group is admitted and records the
+// decision in pg's status: Admitted=True with admissionTime the first time
+// the group has no group gates and at least minCount active pods. It reports
+// whether the group's gated pods should be released now. Once admitted, a
+// group stays admitted, so pods that join later (replacements, scale-up) are
+// released at once. A finished group admits nobody.
 func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
 	if isFinished(pg) {
 		return false
@@ -33,12 +33,12 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		for i, g := range gates {
 			names[i] = g.Name
 		}
-		c.wait(pg, condReasonSchedulingGated, fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", ")), now)
+		c.setWaiting(pg, condReasonSchedulingGated, fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", ")), now)
 		return false
 	}
 	need := minCount(pg)
 	if v.active < need {
-		c.wait(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
+		c.setWaiting(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
 		return false
 	}
 	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
@@ -49,10 +49,10 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 	return true
 }
 
-// wait records why the group is not admitted. The condition's message keeps
+// setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
 // the latest count; an event is recorded only when the reason changes, not
 // for every pod that arrives.
-func (c *Controller) wait(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
+func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
 	old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
 	if old == nil || old.Reason != reason {
@@ -60,10 +60,11 @@ func (c *Controller) wait(pg *v1alpha1.PodGroup, reason, msg string, now time.Ti
 	}
 }
 
-// ungate removes the admission gate from every gated pod of an admitted
-// group, in parallel, and observes the gate-removal latency.
+// ungate is step 9, for an admitted group: it removes the admission gate
+// from every gated pod of an admitted group, in parallel, and observes the
+// gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
-	key := groupKeyOf(pg)
+	key := groupKey(pg.Namespace, pg.Name)
 	var pods []*corev1.Pod
 	for _, p := range v.gatedPods {
 		// The cache still shows a finalizer that cleanup took off: wait until
@@ -94,8 +95,8 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	return nil
 }
 
-// markScheduled sets Scheduled=True, and startTime, once minCount pods are
-// bound to nodes. The condition never goes back.
+// markScheduled is step 7: it sets Scheduled=True, and startTime, once
+// minCount pods are bound to nodes. The condition never goes back.
 func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 	if v.scheduled < minCount(pg) || !isAdmitted(pg) {
 		return
@@ -107,10 +108,11 @@ func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 	}
 }
 
-// warnFinishedJoiners tells pods that joined a finished group why they stay gated.
+// warnFinishedJoiners is step 9 for a finished group: it tells pods that
+// joined it why they stay gated.
 func (c *Controller) warnFinishedJoiners(pg *v1alpha1.PodGroup, v *podView) {
 	for _, p := range v.gatedPods {
-		c.warnOnce(string(p.UID)+"/"+reasonGroupFinished, func() {
+		c.warnOnce(p.UID, reasonGroupFinished, func() {
 			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonGroupFinished,
 				"PodGroup %s has finished; this pod stays gated", pg.Name)
 		})

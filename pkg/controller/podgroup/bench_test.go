@@ -15,7 +15,7 @@ import (
 func benchCache(b *testing.B, groups, perGroup int) cache.Indexer {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	if err := idx.AddIndexers(cache.Indexers{GroupIndex: func(obj interface{}) ([]string, error) {
-		if key, ok := groupKey(obj.(*corev1.Pod)); ok {
+		if key, ok := podGroupKey(obj.(*corev1.Pod)); ok {
 			return []string{key}, nil
 		}
 		return nil, nil
@@ -63,7 +63,7 @@ func BenchmarkPodsOfGroup(b *testing.B) {
 }
 
 // BenchmarkLink measures classifying the pods of one group of 1,000.
-func BenchmarkLink(b *testing.B) {
+func BenchmarkClassifyPods(b *testing.B) {
 	pods := make([]*corev1.Pod, 0, 1000)
 	for i := range 1000 {
 		mods := []podMod{ungated, onNode("n"), running, ready}
@@ -75,7 +75,7 @@ func BenchmarkLink(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		v := link(pods, now, true)
+		v := classifyPods(pods, now, true)
 		if v.pods != 1000 {
 			b.Fatalf("pods = %d", v.pods)
 		}

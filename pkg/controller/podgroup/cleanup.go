@@ -12,9 +12,10 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
 
-// cleanup is step 6, for a PodGroup being deleted: the tracking finalizer
+// cleanup is the path of docs/controller.md for a PodGroup being deleted: the tracking finalizer
 // comes off every pod of the group first, so that no pod is ever stuck
 // Terminating because of Muster, and only then does the group's pod-cleanup
 // finalizer come off. Gated pods stay gated: a PodGroup re-created with the
@@ -22,18 +23,18 @@ import (
 func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
 	var tracked []*corev1.Pod
 	for _, p := range pods {
-		if isTracked(p) && !c.expectations.pending(groupKeyOf(pg), p.UID) {
+		if isTracked(p) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
 			tracked = append(tracked, p)
 		}
 		if hasGate(p) {
-			c.warnOnce(string(p.UID)+"/"+reasonPodGroupDeleted, func() {
+			c.warnOnce(p.UID, reasonPodGroupDeleted, func() {
 				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonPodGroupDeleted,
 					"PodGroup %s was deleted; this pod stays gated until a PodGroup of that name is created again", pg.Name)
 			})
 		}
 	}
 	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch)
-	c.expectations.expect(groupKeyOf(pg), done...)
+	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of deleted PodGroup %s/%s: %w", pg.Namespace, pg.Name, errors.Join(errs...))
 	}
@@ -47,21 +48,13 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 // removeGroupFinalizer takes pod-cleanup off the group, guarded by a test
 // of the finalizer's position and of the group's UID.
 func (c *Controller) removeGroupFinalizer(ctx context.Context, pg *v1alpha1.PodGroup) error {
-	for i, f := range pg.Finalizers {
-		if f != scheduling.PodCleanupFinalizer {
-			continue
-		}
-		path := fmt.Sprintf("/metadata/finalizers/%d", i)
-		patch := mustJSON([]jsonPatchOp{
-			{Op: "test", Path: "/metadata/uid", Value: pg.UID},
-			{Op: "test", Path: path, Value: scheduling.PodCleanupFinalizer},
-			{Op: "remove", Path: path},
-		})
-		_, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-		if err != nil {
-			return fmt.Errorf("removing %s from PodGroup %s/%s: %w", scheduling.PodCleanupFinalizer, pg.Namespace, pg.Name, err)
-		}
+	ops, ok := jsonpatch.RemoveFinalizer(pg.UID, pg.Finalizers, scheduling.PodCleanupFinalizer)
+	if !ok {
 		return nil
+	}
+	_, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.JSONPatchType, jsonpatch.Marshal(ops), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("removing %s from PodGroup %s/%s: %w", scheduling.PodCleanupFinalizer, pg.Namespace, pg.Name, err)
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func TestPodIndex(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{})
-			if err := AddPodIndexers(informer); err != nil {
+			if err := addPodIndexer(informer); err != nil {
 				t.Fatal(err)
 			}
 			got, err := informer.GetIndexer().IndexKeys(GroupIndex, testKey)

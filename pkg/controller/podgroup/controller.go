@@ -1,5 +1,5 @@
 // Package podgroup is Muster's gang-admission controller. For each PodGroup
-// it links the group's pods, admits the gang by removing the admission gate
+// it classifies the group's pods, admits the gang by removing the admission gate
 // from all its pods at once, and counts every finished pod exactly once with
 // the tracking finalizer (KEP-2307). docs/controller.md explains the
 // algorithm and why it is crash-safe.
@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -56,19 +58,23 @@ type Controller struct {
 	lastPodSeen map[string]time.Time
 	// lastFlush is when a group's accounting status was last written.
 	lastFlush map[string]time.Time
-	// warned remembers one-off pod events so that syncs do not repeat them.
-	warned map[string]struct{}
+	// warned remembers, per pod, the reasons of the one-off events it was
+	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
+	warned map[types.UID]sets.Set[string]
 }
 
-// New builds a controller over a pod informer that must already be limited
-// to pods carrying the group label (see PodListOptions) and must index them
-// with AddPodIndexers.
+// New builds a controller over a pod informer that must be limited to pods
+// carrying the group label (see PodListOptions). New installs GroupIndex on
+// it, so it must not have started yet.
 func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 	pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer,
 	podGroups informers.PodGroupInformer, recorder record.EventRecorder) (*Controller, error) {
 	sel, err := labels.Parse(cfg.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("parsing namespace selector: %w", err)
+	}
+	if err := addPodIndexer(pods.Informer()); err != nil {
+		return nil, fmt.Errorf("indexing pods by group: %w", err)
 	}
 	c := &Controller{
 		cfg:          cfg,
@@ -86,7 +92,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		lastFlush:    map[string]time.Time{},
-		warned:       map[string]struct{}{},
+		warned:       map[types.UID]sets.Set[string]{},
 	}
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
@@ -108,20 +114,22 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 // Run syncs groups with the given number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
+	// Shutting the queue down is what ends the workers; then wait for them.
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+	}()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting PodGroup controller", "workers", workers)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
 	}
-	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
 	<-ctx.Done()
 	logger.Info("Stopping PodGroup controller")
-	c.queue.ShutDown()
-	wg.Wait()
 	return nil
 }
 
@@ -166,7 +174,7 @@ func isStaleRead(err error) bool {
 
 // podsOf returns the pods labelled for a group, from the index.
 func (c *Controller) podsOf(namespace, name string) ([]*corev1.Pod, error) {
-	objs, err := c.podIndexer.ByIndex(GroupIndex, namespace+"/"+name)
+	objs, err := c.podIndexer.ByIndex(GroupIndex, groupKey(namespace, name))
 	if err != nil {
 		return nil, fmt.Errorf("reading pod index: %w", err)
 	}
@@ -186,13 +194,33 @@ func (c *Controller) managedNamespace(name string) bool {
 	return c.nsSelector.Matches(labels.Set(ns.Labels))
 }
 
-// warnOnce records a warning event unless this key was already warned about.
-func (c *Controller) warnOnce(key string, emit func()) {
+// warnOnce records an event about a pod, by emit, unless the pod was
+// already told about reason.
+func (c *Controller) warnOnce(uid types.UID, reason string, emit func()) {
 	c.mu.Lock()
-	_, done := c.warned[key]
-	c.warned[key] = struct{}{}
+	reasons := c.warned[uid]
+	if reasons == nil {
+		reasons = sets.New[string]()
+		c.warned[uid] = reasons
+	}
+	done := reasons.Has(reason)
+	reasons.Insert(reason)
 	c.mu.Unlock()
 	if !done {
 		emit()
 	}
+}
+
+// hasWarned reports whether the pod was told about reason.
+func (c *Controller) hasWarned(uid types.UID, reason string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.warned[uid].Has(reason)
+}
+
+// forgetWarnings drops what a pod was told, when the pod goes.
+func (c *Controller) forgetWarnings(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.warned, uid)
 }

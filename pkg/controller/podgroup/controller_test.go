@@ -36,9 +36,6 @@ func TestRun(t *testing.T) {
 	podFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
 		kubeinformers.WithTweakListOptions(PodListOptions), kubeinformers.WithTransform(TransformPod))
 	pods := podFactory.Core().V1().Pods()
-	if err := AddPodIndexers(pods.Informer()); err != nil {
-		t.Fatal(err)
-	}
 	nsFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
 	c, err := New(DefaultConfig(), kube, muster, pods, nsFactory.Core().V1().Namespaces(),

@@ -58,8 +58,9 @@ func (e *removalExpectations) pending(key string, uid types.UID) bool {
 	return ok
 }
 
-// settle drops the expectations that a sync's snapshot of the group's pods
-// has caught up with: pods that no longer show what was removed, or are gone.
+// settle is step 1: it drops the expectations that a sync's snapshot of the
+// group's pods has caught up with: pods that no longer show what was
+// removed, or are gone.
 func (e *removalExpectations) settle(key string, pods []*corev1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

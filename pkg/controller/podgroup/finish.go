@@ -13,7 +13,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// finish is step 5. An admitted group with no active pod and exact counts
+// finish is step 12. An admitted group with no active pod and exact counts
 // has Succeeded when at least minCount pods succeeded. With fewer, it waits
 // ReleaseGrace for a replacement pod, and then has Failed. The wait starts at
 // the lastTransitionTime of Finished=False/WaitingForReplacement, so that it

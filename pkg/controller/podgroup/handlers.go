@@ -9,7 +9,7 @@ import (
 
 func (c *Controller) addPod(obj interface{}) {
 	p := obj.(*corev1.Pod)
-	key, ok := groupKey(p)
+	key, ok := podGroupKey(p)
 	if !ok || !c.managedNamespace(p.Namespace) {
 		return
 	}
@@ -27,12 +27,12 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if !c.managedNamespace(p.Namespace) {
 		return
 	}
-	if key, ok := groupKey(p); ok {
+	if key, ok := podGroupKey(p); ok {
 		c.queue.Add(key)
 	}
 	// The label is immutable through the webhook, but a pod admitted
 	// without it may still change: sync the group it left too.
-	if key, ok := groupKey(old); ok && old.Labels[scheduling.PodGroupLabel] != p.Labels[scheduling.PodGroupLabel] {
+	if key, ok := podGroupKey(old); ok && old.Labels[scheduling.PodGroupLabel] != p.Labels[scheduling.PodGroupLabel] {
 		c.queue.Add(key)
 	}
 }
@@ -48,12 +48,8 @@ func (c *Controller) deletePod(obj interface{}) {
 			return
 		}
 	}
-	c.mu.Lock()
-	for _, reason := range []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation, reasonGroupFinished} {
-		delete(c.warned, string(p.UID)+"/"+reason)
-	}
-	c.mu.Unlock()
-	if key, ok := groupKey(p); ok && c.managedNamespace(p.Namespace) {
+	c.forgetWarnings(p.UID)
+	if key, ok := podGroupKey(p); ok && c.managedNamespace(p.Namespace) {
 		c.queue.Add(key)
 	}
 }

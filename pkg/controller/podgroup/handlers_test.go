@@ -112,11 +112,11 @@ func TestHandlers(t *testing.T) {
 		want:  []string{testKey},
 		check: func(t *testing.T, h *harness) {
 			for _, r := range oneOffReasons {
-				if _, ok := h.c.warned["uid-p-0/"+r]; ok {
+				if h.c.hasWarned("uid-p-0", r) {
 					t.Errorf("%s is still remembered for the deleted pod", r)
 				}
 			}
-			if _, ok := h.c.warned["uid-p-1/"+reasonWaitingForPodGroup]; !ok {
+			if !h.c.hasWarned("uid-p-1", reasonWaitingForPodGroup) {
 				t.Errorf("another pod's event was forgotten")
 			}
 		},
@@ -163,9 +163,9 @@ func TestHandlers(t *testing.T) {
 			h := newHarness(t, nil, kubeSystem)
 			h.c.expectations.expect(testKey, "uid-p-0")
 			for _, r := range oneOffReasons {
-				h.c.warnOnce("uid-p-0/"+r, func() {})
+				h.c.warnOnce("uid-p-0", r, func() {})
 			}
-			h.c.warnOnce("uid-p-1/"+reasonWaitingForPodGroup, func() {})
+			h.c.warnOnce("uid-p-1", reasonWaitingForPodGroup, func() {})
 			h.c.markFlushed(testKey, t0.Add(-time.Second))
 			h.c.lastPodSeen[testKey] = t0.Add(-time.Second)
 			tc.event(h.c)

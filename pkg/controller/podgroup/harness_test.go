@@ -81,9 +81,6 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 	kubeFactory := kubeinformers.NewSharedInformerFactory(h.kube, 0)
 	musterFactory := musterinformers.NewSharedInformerFactory(h.muster, 0)
 	podInformer := kubeFactory.Core().V1().Pods()
-	if err := AddPodIndexers(podInformer.Informer()); err != nil {
-		t.Fatalf("AddPodIndexers: %v", err)
-	}
 	nsInformer := kubeFactory.Core().V1().Namespaces()
 	pgInformer := musterFactory.Scheduling().V1alpha1().PodGroups()
 

@@ -29,30 +29,34 @@ func TransformPod(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// AddPodIndexers installs GroupIndex on a pod informer.
-func AddPodIndexers(informer cache.SharedIndexInformer) error {
+// addPodIndexer installs GroupIndex on the pod informer; New calls it, so
+// that a controller never runs over an informer without its index.
+func addPodIndexer(informer cache.SharedIndexInformer) error {
 	return informer.AddIndexers(cache.Indexers{GroupIndex: func(obj interface{}) ([]string, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return nil, fmt.Errorf("indexing %T as a pod", obj)
 		}
-		if key, ok := groupKey(p); ok {
+		if key, ok := podGroupKey(p); ok {
 			return []string{key}, nil
 		}
 		return nil, nil
 	}})
 }
 
-// groupKeyOf is the queue key of a PodGroup.
-func groupKeyOf(pg metav1.Object) string {
-	return pg.GetNamespace() + "/" + pg.GetName()
+// groupKey is the key of the group name in namespace: the workqueue's key,
+// the GroupIndex value of its pods, and the key of its expectations. It is
+// the format of cache.MetaNamespaceKeyFunc, which the PodGroup handlers use,
+// so that a group's events and its pods' events meet on one key.
+func groupKey(namespace, name string) string {
+	return namespace + "/" + name
 }
 
-// groupKey is the queue key of a pod's group.
-func groupKey(p *corev1.Pod) (string, bool) {
+// podGroupKey is the key of the group a pod is labelled for, if any.
+func podGroupKey(p *corev1.Pod) (string, bool) {
 	name := p.Labels[scheduling.PodGroupLabel]
 	if name == "" {
 		return "", false
 	}
-	return p.Namespace + "/" + name, true
+	return groupKey(p.Namespace, name), true
 }

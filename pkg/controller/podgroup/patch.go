@@ -2,7 +2,6 @@ package podgroup
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -13,14 +12,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
-
-// jsonPatchOp is one RFC 6902 operation.
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
 
 // removeGatePatch removes Muster's gate, and only it, from a pod. The test
 // operations make the patch fail, rather than touch another tool's gate or a
@@ -28,12 +21,8 @@ type jsonPatchOp struct {
 func removeGatePatch(p *corev1.Pod) ([]byte, bool) {
 	for i, g := range p.Spec.SchedulingGates {
 		if g.Name == scheduling.AdmissionGate {
-			path := fmt.Sprintf("/spec/schedulingGates/%d", i)
-			return mustJSON(append([]jsonPatchOp{
-				{Op: "test", Path: "/metadata/uid", Value: p.UID},
-				{Op: "test", Path: path + "/name", Value: scheduling.AdmissionGate},
-				{Op: "remove", Path: path},
-			}, adoptOps(p)...)), true
+			ops := jsonpatch.RemoveItem(p.UID, "/spec/schedulingGates", i, "/name", scheduling.AdmissionGate)
+			return jsonpatch.Marshal(append(ops, adoptOps(p)...)), true
 		}
 	}
 	return nil, false
@@ -45,42 +34,26 @@ func removeGatePatch(p *corev1.Pod) ([]byte, bool) {
 // never count its end (KEP-2307, "Pod adoption"). Only a pod that is neither
 // terminal nor being deleted gets it; such a pod has never been counted, so
 // counting stays exactly-once.
-func adoptOps(p *corev1.Pod) []jsonPatchOp {
+func adoptOps(p *corev1.Pod) []jsonpatch.Op {
 	if isTracked(p) || isTerminal(p) || p.DeletionTimestamp != nil {
 		return nil
 	}
+	add := jsonpatch.Append("/metadata/finalizers", len(p.Finalizers), scheduling.TrackingFinalizer)
 	if len(p.Finalizers) == 0 {
 		// The resourceVersion test makes the patch fail, rather than replace
 		// a finalizer list another tool set since the pod was read.
-		return []jsonPatchOp{
-			{Op: "test", Path: "/metadata/resourceVersion", Value: p.ResourceVersion},
-			{Op: "add", Path: "/metadata/finalizers", Value: []string{scheduling.TrackingFinalizer}},
-		}
+		return []jsonpatch.Op{jsonpatch.Test("/metadata/resourceVersion", p.ResourceVersion), add}
 	}
-	return []jsonPatchOp{{Op: "add", Path: "/metadata/finalizers/-", Value: scheduling.TrackingFinalizer}}
+	return []jsonpatch.Op{add}
 }
 
 // removeFinalizerPatch removes the tracking finalizer, guarded the same way.
 func removeFinalizerPatch(p *corev1.Pod) ([]byte, bool) {
-	for i, f := range p.Finalizers {
-		if f == scheduling.TrackingFinalizer {
-			path := fmt.Sprintf("/metadata/finalizers/%d", i)
-			return mustJSON([]jsonPatchOp{
-				{Op: "test", Path: "/metadata/uid", Value: p.UID},
-				{Op: "test", Path: path, Value: scheduling.TrackingFinalizer},
-				{Op: "remove", Path: path},
-			}), true
-		}
+	ops, ok := jsonpatch.RemoveFinalizer(p.UID, p.Finalizers, scheduling.TrackingFinalizer)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("encoding a JSON patch: %v", err))
-	}
-	return b
+	return jsonpatch.Marshal(ops), true
 }
 
 // patchPods applies makePatch to every pod, at most concurrency at a time.

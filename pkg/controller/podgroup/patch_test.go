@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	evanjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -142,7 +142,7 @@ func TestPodPatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			decoded, err := jsonpatch.DecodePatch(patch)
+			decoded, err := evanjsonpatch.DecodePatch(patch)
 			if err != nil {
 				t.Fatalf("decoding patch: %v", err)
 			}
@@ -151,7 +151,7 @@ func TestPodPatches(t *testing.T) {
 				if err == nil {
 					t.Fatalf("patch applied to a pod that changed; want a failed test operation")
 				}
-				if !errors.Is(err, jsonpatch.ErrTestFailed) && !errors.Is(err, jsonpatch.ErrMissing) {
+				if !errors.Is(err, evanjsonpatch.ErrTestFailed) && !errors.Is(err, evanjsonpatch.ErrMissing) {
 					t.Errorf("error = %v, want a failed test operation", err)
 				}
 				return

@@ -7,37 +7,62 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 // statusUpdateOptions name the controller as the manager of what it writes.
-var statusUpdateOptions = metav1.UpdateOptions{FieldManager: "muster-controller"}
+var statusUpdateOptions = metav1.UpdateOptions{FieldManager: scheduling.ControllerName}
 
 func equalStatus(a, b *v1alpha1.PodGroup) bool {
 	return apiequality.Semantic.DeepEqual(a.Status, b.Status)
 }
 
-// decisionChanged reports whether b records a decision that a differs in:
-// admission, scheduling, finishing (with the start of a replacement wait),
-// the accounting lists and counts, or the timestamps. Counters of existing
-// pods, messages and the derived phase are not decisions.
+// decisionChanged reports whether b records a decision that a differs in.
+// Only what decisionsOf lists is a decision; everything else in status
+// (the counters of existing pods, messages, observedGeneration and the
+// derived phase) is a refresh that may wait for the batch period.
 func decisionChanged(a, b *v1alpha1.PodGroup) bool {
-	return !apiequality.Semantic.DeepEqual(decisions(&a.Status), decisions(&b.Status))
+	return !apiequality.Semantic.DeepEqual(decisionsOf(&a.Status), decisionsOf(&b.Status))
 }
 
-func decisions(s *v1alpha1.PodGroupStatus) *v1alpha1.PodGroupStatus {
-	d := s.DeepCopy()
-	d.Pods, d.Gated, d.Active, d.Scheduled, d.Ready = 0, 0, 0, 0, 0
-	d.Phase, d.ObservedGeneration = "", 0
-	for i := range d.Conditions {
-		d.Conditions[i].Message = ""
-		d.Conditions[i].ObservedGeneration = 0
-		d.Conditions[i].LastTransitionTime = metav1.Time{}
+// decisions are the parts of a status that record a decision, and must be
+// written before any pod write acts on them. A new status field is a refresh
+// until it is listed here; TestEveryStatusFieldIsClassified makes its author
+// choose.
+type decisions struct {
+	// Conditions are admission, scheduling and finishing (with the start of
+	// a replacement wait), without their messages and times.
+	Conditions []conditionDecision
+	// Succeeded, Failed and Uncounted are the accounting counts and lists.
+	Succeeded, Failed int32
+	Uncounted         *v1alpha1.UncountedTerminatedPods
+	// The timestamps are set once, when their decision is made.
+	AdmissionTime, StartTime, CompletionTime *metav1.Time
+}
+
+// conditionDecision is what of a condition is a decision.
+type conditionDecision struct {
+	Type, Reason string
+	Status       metav1.ConditionStatus
+}
+
+func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
+	d := decisions{
+		Succeeded:      s.Succeeded,
+		Failed:         s.Failed,
+		Uncounted:      s.UncountedTerminatedPods,
+		AdmissionTime:  s.AdmissionTime,
+		StartTime:      s.StartTime,
+		CompletionTime: s.CompletionTime,
+	}
+	for _, c := range s.Conditions {
+		d.Conditions = append(d.Conditions, conditionDecision{Type: c.Type, Reason: c.Reason, Status: c.Status})
 	}
 	return d
 }
 
-// setCounters copies the counts of existing pods into status.
+// setCounters is step 4: it copies the counts of existing pods into status.
 func setCounters(pg *v1alpha1.PodGroup, v *podView) {
 	s := &pg.Status
 	s.Pods, s.Gated, s.Active, s.Scheduled, s.Ready = v.pods, v.gated, v.active, v.scheduled, v.ready

@@ -12,8 +12,10 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// sync brings one group to its desired state. Its steps run in the order of
-// docs/controller.md: every status write that records a decision happens
+// sync brings one group to its desired state. Its numbered steps are those
+// of docs/controller.md, each a named function: settle, classify, then
+// decide (one status write), act (pod writes), count (a second status
+// write). Every status write that records a decision happens
 // before the pod writes that act on it, so a crash between the two is
 // repaired by the next sync and never admits twice or counts twice.
 // It returns when to look at the group again, if a timer matters.
@@ -29,9 +31,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	// What this snapshot already shows needs no more guarding.
+	// Step 1, settle: what this snapshot already shows needs no more guarding.
 	c.expectations.settle(key, pods)
 	c.ungated.settle(key, pods)
+	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, c.syncMissingGroup(ctx, namespace, name, pods)
@@ -51,39 +54,43 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 
 	now := c.clock.Now()
-	view := link(pods, now, c.cfg.FastRelease)
-	c.checkMinCountAnnotations(pg, pods)
+	view := classifyPods(pods, now, c.cfg.FastRelease) // step 2
+	c.checkMinCountAnnotations(pg, pods)               // step 3
 
-	// 1. Decide: counters, newly finished pods, admission and scheduling,
-	//    persisted in one status write before anything acts on them.
+	// Decide, steps 4 to 8: counters, newly finished pods, admission and
+	// scheduling, persisted in one status write before anything acts on them.
 	next := pg.DeepCopy()
-	setCounters(next, view)
-	moreToRecord, deferFor := c.recordFinished(key, next, view, now)
-	admitted := c.admit(next, view, now)
-	markScheduled(next, view, now)
+	setCounters(next, view)                                          // step 4
+	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
+	admitted := c.admit(next, view, now)                             // step 6
+	markScheduled(next, view, now)                                   // step 7
 	next.Status.ObservedGeneration = pg.Generation
-	pg, flushAfter, err := c.writeStatus(ctx, key, pg, next, now)
+	// Step 8. A refresh this write defers is written again by step 13, which
+	// says when to flush it.
+	pg, _, err = c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
 		return 0, err
 	}
 
-	// 2. Act: release the gang, then take the finalizer off counted pods.
-	if admitted {
+	// Act, steps 9 and 10: release the gang, then take the finalizer off
+	// counted pods.
+	if admitted { // step 9
 		if err := c.ungate(ctx, pg, view); err != nil {
 			return 0, err
 		}
 	} else if isFinished(pg) {
 		c.warnFinishedJoiners(pg, view)
 	}
-	removed, removeErr := c.removeFinalizers(ctx, pg, view)
+	removed, removeErr := c.removeFinalizers(ctx, pg, view) // step 10
 
-	// 3. Count what lost its finalizer, and finish the group if it is done.
+	// Count, steps 11 to 13: what lost its finalizer, and finish the group
+	// if it is done.
 	next = pg.DeepCopy()
 	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
-	countRemoved(next, view, removed)
-	finishAfter := c.finish(next, view, removed, now)
-	pg, flushAfter, err = c.writeStatus(ctx, key, pg, next, now)
+	countRemoved(next, view, removed)                             // step 11
+	finishAfter := c.finish(next, view, removed, now)             // step 12
+	pg, flushAfter, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
 		return 0, err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
@@ -59,11 +60,15 @@ func New(client versioned.Interface, workloads informers.WorkloadInformer) (*Con
 
 // Run syncs Workloads with one worker until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
+	// Shutting the queue down is what ends the worker; then wait for it.
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return
 	}
-	var wg sync.WaitGroup
 	wg.Go(func() {
 		wait.UntilWithContext(ctx, func(ctx context.Context) {
 			for c.processNext(ctx) {
@@ -71,8 +76,6 @@ func (c *Controller) Run(ctx context.Context) {
 		}, time.Second)
 	})
 	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
@@ -116,7 +119,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if equalStatus(&w.Status, &next.Status) {
 		return nil
 	}
-	_, err = c.client.SchedulingV1alpha1().Workloads(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: "muster-controller"})
+	_, err = c.client.SchedulingV1alpha1().Workloads(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: scheduling.ControllerName})
 	if err != nil {
 		return fmt.Errorf("writing status of Workload %s: %w", key, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -23,10 +22,6 @@ const (
 	// ValidatingWebhookName names the webhook that checks Muster's labels and annotations.
 	ValidatingWebhookName = "validate.pods.scheduling.muster.dev"
 )
-
-// DefaultNamespaceSelectorString is DefaultNamespaceSelector in the syntax of
-// a label selector flag (labels.Parse).
-const DefaultNamespaceSelectorString = scheduling.DefaultNamespaceSelector
 
 // timeoutSeconds bounds each call: a pod create waits on the webhook, and
 // with failurePolicy Fail a slow webhook is a failed create.
@@ -58,28 +53,18 @@ type Config struct {
 	NamespaceSelector *metav1.LabelSelector
 }
 
-// DefaultNamespaceSelector matches every namespace but kube-system and
-// muster-system, so that neither the control plane nor Muster itself can be
-// blocked by the webhook.
+// DefaultNamespaceSelector is the controller's default selector,
+// scheduling.DefaultNamespaceSelector, as a webhook's namespaceSelector: the
+// webhook sees the pods of exactly the namespaces the controller manages.
 func DefaultNamespaceSelector() *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key:      corev1.LabelMetadataName,
-		Operator: metav1.LabelSelectorOpNotIn,
-		Values:   []string{"kube-system", "muster-system"},
-	}}}
-}
-
-// ParseNamespaceSelector parses a namespace selector flag, such as
-// DefaultNamespaceSelectorString. The empty string matches all namespaces.
-func ParseNamespaceSelector(s string) (*metav1.LabelSelector, error) {
-	sel, err := metav1.ParseToLabelSelector(s)
+	sel, err := metav1.ParseToLabelSelector(scheduling.DefaultNamespaceSelector)
 	if err != nil {
-		return nil, fmt.Errorf("parsing namespace selector %q: %w", s, err)
+		panic(fmt.Sprintf("parsing the default namespace selector %q: %v", scheduling.DefaultNamespaceSelector, err))
 	}
-	if len(sel.MatchLabels) == 0 {
-		sel.MatchLabels = nil
-	}
-	return sel, nil
+	// An empty map and a nil one mean the same, but only nil survives a
+	// round trip through YAML unchanged.
+	sel.MatchLabels = nil
+	return sel
 }
 
 // MutatingWebhookConfiguration returns the configuration that sends pod

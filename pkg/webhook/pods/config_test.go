@@ -1,14 +1,18 @@
 package pods
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 var testCA = []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
@@ -155,12 +159,20 @@ func TestClientConfig(t *testing.T) {
 }
 
 func TestNamespaceSelector(t *testing.T) {
-	parsed, err := ParseNamespaceSelector(DefaultNamespaceSelectorString)
+	parsed, err := parseNamespaceSelector(scheduling.DefaultNamespaceSelector)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(parsed, DefaultNamespaceSelector()) {
-		t.Errorf("ParseNamespaceSelector(DefaultNamespaceSelectorString) = %+v, want DefaultNamespaceSelector() %+v", parsed, DefaultNamespaceSelector())
+		t.Errorf("parseNamespaceSelector(scheduling.DefaultNamespaceSelector) = %+v, want DefaultNamespaceSelector() %+v", parsed, DefaultNamespaceSelector())
+	}
+	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key:      corev1.LabelMetadataName,
+		Operator: metav1.LabelSelectorOpNotIn,
+		Values:   []string{"kube-system", "muster-system"},
+	}}}
+	if !reflect.DeepEqual(DefaultNamespaceSelector(), want) {
+		t.Errorf("DefaultNamespaceSelector() = %+v, want %+v", DefaultNamespaceSelector(), want)
 	}
 
 	sel, err := metav1.LabelSelectorAsSelector(DefaultNamespaceSelector())
@@ -182,11 +194,24 @@ func TestNamespaceSelector(t *testing.T) {
 		t.Errorf("namespaceSelector %+v, want a copy of %+v", m.Webhooks[0].NamespaceSelector, custom)
 	}
 
-	all, err := ParseNamespaceSelector("")
+	all, err := parseNamespaceSelector("")
 	if err != nil || len(all.MatchLabels)+len(all.MatchExpressions) != 0 {
-		t.Errorf("ParseNamespaceSelector(\"\") = %+v, %v; want an empty selector", all, err)
+		t.Errorf("parseNamespaceSelector(\"\") = %+v, %v; want an empty selector", all, err)
 	}
-	if _, err := ParseNamespaceSelector("a in (b"); err == nil {
-		t.Error("ParseNamespaceSelector accepted a malformed selector")
+	if _, err := parseNamespaceSelector("a in (b"); err == nil {
+		t.Error("parseNamespaceSelector accepted a malformed selector")
 	}
+}
+
+// parseNamespaceSelector parses a namespace selector flag as a webhook's
+// namespaceSelector. The empty string matches all namespaces.
+func parseNamespaceSelector(s string) (*metav1.LabelSelector, error) {
+	sel, err := metav1.ParseToLabelSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("parsing namespace selector %q: %w", s, err)
+	}
+	if len(sel.MatchLabels) == 0 {
+		sel.MatchLabels = nil
+	}
+	return sel, nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	evanjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -79,7 +79,7 @@ func FuzzHandler(f *testing.F) {
 		if err != nil {
 			t.Fatalf("patched a pod that does not decode: %v", err)
 		}
-		patch, err := jsonpatch.DecodePatch(review.Response.Patch)
+		patch, err := evanjsonpatch.DecodePatch(review.Response.Patch)
 		if err != nil {
 			t.Fatalf("patch %s does not decode: %v", review.Response.Patch, err)
 		}

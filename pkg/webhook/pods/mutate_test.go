@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	evanjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
 
 // pod returns a pod with no labels, changed by mods.
@@ -187,7 +188,7 @@ func TestMutate(t *testing.T) {
 
 // applyOps applies ops to the pod's JSON with the library kube-apiserver uses
 // for webhook patches, so that the test proves what the server will do.
-func applyOps(t *testing.T, p *corev1.Pod, ops []patchOp) *corev1.Pod {
+func applyOps(t *testing.T, p *corev1.Pod, ops []jsonpatch.Op) *corev1.Pod {
 	t.Helper()
 	if len(ops) == 0 {
 		return p
@@ -197,7 +198,7 @@ func applyOps(t *testing.T, p *corev1.Pod, ops []patchOp) *corev1.Pod {
 
 func applyPatch(t *testing.T, p *corev1.Pod, patch []byte) *corev1.Pod {
 	t.Helper()
-	decoded, err := jsonpatch.DecodePatch(patch)
+	decoded, err := evanjsonpatch.DecodePatch(patch)
 	if err != nil {
 		t.Fatalf("decoding patch %s: %v", patch, err)
 	}
@@ -221,26 +222,12 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-func TestEscapePointer(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain", "plain"},
-		{"scheduling.muster.dev/managed", "scheduling.muster.dev~1managed"},
-		{"a~b/c", "a~0b~1c"},
-		{"~1", "~01"},
-	}
-	for _, tt := range tests {
-		if got := escapePointer(tt.in); got != tt.want {
-			t.Errorf("escapePointer(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestPatchOpsOnAbsentFields(t *testing.T) {
 	p := pod() // no labels, finalizers or gates: all absent from its JSON
-	ops := []patchOp{
-		setKeyOp("/metadata/labels", p.Labels, scheduling.ManagedLabel, "true"),
-		appendOp("/metadata/finalizers", len(p.Finalizers), scheduling.TrackingFinalizer),
-		appendOp("/spec/schedulingGates", len(p.Spec.SchedulingGates), corev1.PodSchedulingGate{Name: scheduling.AdmissionGate}),
+	ops := []jsonpatch.Op{
+		jsonpatch.SetKey("/metadata/labels", p.Labels, scheduling.ManagedLabel, "true"),
+		jsonpatch.Append("/metadata/finalizers", len(p.Finalizers), scheduling.TrackingFinalizer),
+		jsonpatch.Append("/spec/schedulingGates", len(p.Spec.SchedulingGates), corev1.PodSchedulingGate{Name: scheduling.AdmissionGate}),
 	}
 	got := preparedOf(applyOps(t, p, ops))
 	want := prepared{

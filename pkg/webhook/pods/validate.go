@@ -2,13 +2,13 @@ package pods
 
 import (
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
 var (
@@ -58,7 +58,7 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 
 	var allErrs field.ErrorList
 	if group, ok := pod.Labels[scheduling.PodGroupLabel]; ok && isNew(pod.Labels, oldLabels, scheduling.PodGroupLabel) {
-		allErrs = append(allErrs, validateName(group, labelsPath.Key(scheduling.PodGroupLabel), "the name of a PodGroup in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
+		allErrs = append(allErrs, validation.ValidateName(group, labelsPath.Key(scheduling.PodGroupLabel), apivalidation.NameIsDNSSubdomain, "must be the name of a PodGroup in the pod's namespace")...)
 	}
 
 	ann := pod.Annotations
@@ -71,11 +71,9 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 	return allErrs
 }
 
-// validateMinCount accepts what the controller parses into gang.minCount: a
-// positive int32 in base 10.
+// validateMinCount accepts what the controller parses into gang.minCount.
 func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n <= 0 {
+	if _, ok := scheduling.ParseMinCount(v); !ok {
 		return field.ErrorList{field.Invalid(fldPath, v, "must be a positive 32-bit integer in base 10, such as \"8\"")}
 	}
 	return nil
@@ -86,33 +84,20 @@ func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
 func validateWorkloadRef(ann map[string]string) field.ErrorList {
 	workloadPath := annotationsPath.Key(scheduling.WorkloadAnnotation)
 	templatePath := annotationsPath.Key(scheduling.TemplateAnnotation)
-	workload, hasWorkload := ann[scheduling.WorkloadAnnotation]
-	template, hasTemplate := ann[scheduling.TemplateAnnotation]
+	workload, template, _, missing := scheduling.WorkloadRefAnnotations(ann)
 
 	var allErrs field.ErrorList
-	if hasWorkload {
-		allErrs = append(allErrs, validateName(workload, workloadPath, "the name of a Workload in the pod's namespace", apivalidation.NameIsDNSSubdomain)...)
+	if _, has := ann[scheduling.WorkloadAnnotation]; has {
+		allErrs = append(allErrs, validation.ValidateName(workload, workloadPath, apivalidation.NameIsDNSSubdomain, "must be the name of a Workload in the pod's namespace")...)
 	}
-	if hasTemplate {
-		allErrs = append(allErrs, validateName(template, templatePath, "the name of a pod-group template of the Workload", apivalidation.NameIsDNSLabel)...)
+	if _, has := ann[scheduling.TemplateAnnotation]; has {
+		allErrs = append(allErrs, validation.ValidateName(template, templatePath, apivalidation.NameIsDNSLabel, "must be the name of a pod-group template of the Workload")...)
 	}
-	switch {
-	case hasWorkload && !hasTemplate:
+	switch missing {
+	case scheduling.TemplateAnnotation:
 		allErrs = append(allErrs, field.Required(templatePath, fmt.Sprintf("must be set when %s is set", scheduling.WorkloadAnnotation)))
-	case hasTemplate && !hasWorkload:
+	case scheduling.WorkloadAnnotation:
 		allErrs = append(allErrs, field.Required(workloadPath, fmt.Sprintf("must be set when %s is set", scheduling.TemplateAnnotation)))
-	}
-	return allErrs
-}
-
-// validateName checks that v is a valid object name by the given rule.
-func validateName(v string, fldPath *field.Path, what string, isName apivalidation.ValidateNameFunc) field.ErrorList {
-	if v == "" {
-		return field.ErrorList{field.Required(fldPath, "must be "+what)}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range isName(v, false) {
-		allErrs = append(allErrs, field.Invalid(fldPath, v, msg))
 	}
 	return allErrs
 }

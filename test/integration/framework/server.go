@@ -64,7 +64,7 @@ func StartServerWith(t testing.TB, opts Options) *Server {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	o := server.NewOptions(nil, nil)
+	o := server.NewOptions()
 	o.Standalone = true
 	o.DataDir = dir
 	o.StandaloneKubeconfig = filepath.Join(dir, "kubeconfig")

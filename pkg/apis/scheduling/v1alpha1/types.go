@@ -214,7 +214,10 @@ const (
 
 // The condition types of a PodGroup.
 const (
-	// ConditionAdmitted is True once the admission gates were removed from the group's pods.
+	// ConditionAdmitted is True once the controller has admitted the gang. It
+	// is written before the admission gates come off the group's pods, so that
+	// a crash in between is finished by the next sync: while it is True some
+	// pods may still be gated.
 	ConditionAdmitted = "Admitted"
 	// ConditionScheduled is True once at least minCount pods were bound to nodes. Once True it stays True.
 	ConditionScheduled = "Scheduled"

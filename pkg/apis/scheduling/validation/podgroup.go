@@ -2,8 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -63,8 +65,8 @@ func validatePodGroupSpec(spec *scheduling.PodGroupSpec, fldPath *field.Path) fi
 	var allErrs field.ErrorList
 	if ref := spec.WorkloadRef; ref != nil {
 		refPath := fldPath.Child("workloadRef")
-		allErrs = append(allErrs, validateDNSSubdomain(ref.WorkloadName, refPath.Child("workloadName"))...)
-		allErrs = append(allErrs, validateDNSLabel(ref.TemplateName, refPath.Child("templateName"))...)
+		allErrs = append(allErrs, ValidateName(ref.WorkloadName, refPath.Child("workloadName"), apivalidation.NameIsDNSSubdomain, nameRequired)...)
+		allErrs = append(allErrs, ValidateName(ref.TemplateName, refPath.Child("templateName"), apivalidation.NameIsDNSLabel, nameRequired)...)
 	}
 	allErrs = append(allErrs, validateSchedulingPolicy(&spec.SchedulingPolicy, fldPath.Child("schedulingPolicy"))...)
 
@@ -99,20 +101,19 @@ func ValidatePodGroupStatusUpdate(pg, old *scheduling.PodGroup) field.ErrorList 
 
 func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) field.ErrorList {
 	allErrs := metav1validation.ValidateConditions(s.Conditions, fldPath.Child("conditions"))
-	counters := []struct {
+	type counter struct {
 		name  string
 		value int32
-	}{
-		{"pods", s.Pods}, {"gated", s.Gated}, {"active", s.Active}, {"scheduled", s.Scheduled},
-		{"ready", s.Ready}, {"succeeded", s.Succeeded}, {"failed", s.Failed},
-	}
-	for _, c := range counters {
-		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), fldPath.Child(c.name))...)
 	}
 	// Gated, active, scheduled and ready count existing pods, so none can
 	// exceed pods; a ready pod is a bound one. Succeeded and failed are
 	// cumulative and include deleted pods, so they are not bounded by pods.
-	for _, c := range counters[1:5] {
+	ofExistingPods := []counter{{"gated", s.Gated}, {"active", s.Active}, {"scheduled", s.Scheduled}, {"ready", s.Ready}}
+	cumulative := []counter{{"succeeded", s.Succeeded}, {"failed", s.Failed}}
+	for _, c := range slices.Concat([]counter{{"pods", s.Pods}}, ofExistingPods, cumulative) {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), fldPath.Child(c.name))...)
+	}
+	for _, c := range ofExistingPods {
 		if c.value > s.Pods {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(c.name), c.value, fmt.Sprintf("must be less than or equal to status.pods (%d)", s.Pods)))
 		}
@@ -140,10 +141,10 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 func validateStatusAgainstSpec(pg *scheduling.PodGroup, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	condPath := fldPath.Child("conditions")
-	if n := len(pg.Spec.SchedulingGates); n > 0 && scheduling.IsConditionTrue(pg.Status.Conditions, scheduling.ConditionAdmitted) {
+	if n := len(pg.Spec.SchedulingGates); n > 0 && meta.IsStatusConditionTrue(pg.Status.Conditions, scheduling.ConditionAdmitted) {
 		allErrs = append(allErrs, field.Forbidden(condPath, fmt.Sprintf("condition Admitted cannot be True while spec.schedulingGates holds %d gate(s)", n)))
 	}
-	if c := scheduling.FindCondition(pg.Status.Conditions, scheduling.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue &&
+	if c := meta.FindStatusCondition(pg.Status.Conditions, scheduling.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue &&
 		c.Reason != scheduling.ReasonSucceeded && c.Reason != scheduling.ReasonFailed {
 		allErrs = append(allErrs, field.NotSupported(condPath, c.Reason, []string{scheduling.ReasonSucceeded, scheduling.ReasonFailed}))
 	}
@@ -215,7 +216,7 @@ func validatePodGroupStatusTransition(s, old *scheduling.PodGroupStatus, fldPath
 	if old.AdmissionTime != nil && !apiequality.Semantic.DeepEqual(s.AdmissionTime, old.AdmissionTime) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("admissionTime"), s.AdmissionTime, "field is immutable once set"))
 	}
-	if scheduling.IsConditionTrue(old.Conditions, scheduling.ConditionScheduled) && !scheduling.IsConditionTrue(s.Conditions, scheduling.ConditionScheduled) {
+	if meta.IsStatusConditionTrue(old.Conditions, scheduling.ConditionScheduled) && !meta.IsStatusConditionTrue(s.Conditions, scheduling.ConditionScheduled) {
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("conditions"), "condition Scheduled cannot leave True once it is True"))
 	}
 	return allErrs

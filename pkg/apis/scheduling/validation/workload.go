@@ -12,6 +12,9 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
+// nameRequired is the message for a missing name.
+const nameRequired = "name is required"
+
 // ValidateWorkload checks a Workload on create.
 func ValidateWorkload(w *scheduling.Workload) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&w.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
@@ -83,7 +86,7 @@ func validateWorkloadSpec(spec *scheduling.WorkloadSpec, fldPath *field.Path) fi
 	for i := range spec.PodGroupTemplates {
 		t := &spec.PodGroupTemplates[i]
 		p := tplPath.Index(i)
-		allErrs = append(allErrs, validateDNSLabel(t.Name, p.Child("name"))...)
+		allErrs = append(allErrs, ValidateName(t.Name, p.Child("name"), apivalidation.NameIsDNSLabel, nameRequired)...)
 		if names.Has(t.Name) {
 			allErrs = append(allErrs, field.Duplicate(p.Child("name"), t.Name))
 		}
@@ -100,41 +103,7 @@ func validateControllerRef(ref *scheduling.TypedLocalObjectReference, fldPath *f
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("apiGroup"), ref.APIGroup, msg))
 		}
 	}
-	if ref.Kind == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("kind"), "kind is required"))
-	} else {
-		for _, msg := range path.ValidatePathSegmentName(ref.Kind, false) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("kind"), ref.Kind, msg))
-		}
-	}
-	if ref.Name == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("name"), "name is required"))
-	} else {
-		for _, msg := range path.ValidatePathSegmentName(ref.Name, false) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("name"), ref.Name, msg))
-		}
-	}
-	return allErrs
-}
-
-func validateDNSLabel(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "name is required")}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(name) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
-	return allErrs
-}
-
-func validateDNSSubdomain(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "name is required")}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
+	allErrs = append(allErrs, ValidateName(ref.Kind, fldPath.Child("kind"), path.ValidatePathSegmentName, "kind is required")...)
+	allErrs = append(allErrs, ValidateName(ref.Name, fldPath.Child("name"), path.ValidatePathSegmentName, "name is required")...)
 	return allErrs
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -20,6 +21,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
+	registryscheduling "github.com/muster-dev/muster/pkg/registry/scheduling"
 )
 
 // podGroupStrategy governs writes to the main podgroups resource.
@@ -27,6 +29,15 @@ type podGroupStrategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
 }
+
+var (
+	_ rest.RESTCreateStrategy  = podGroupStrategy{}
+	_ rest.RESTUpdateStrategy  = podGroupStrategy{}
+	_ rest.RESTDeleteStrategy  = podGroupStrategy{}
+	_ rest.ResetFieldsStrategy = podGroupStrategy{}
+	_ rest.RESTUpdateStrategy  = podGroupStatusStrategy{}
+	_ rest.ResetFieldsStrategy = podGroupStatusStrategy{}
+)
 
 // NewStrategy returns the strategy for the main resource.
 func NewStrategy(typer runtime.ObjectTyper) podGroupStrategy {
@@ -37,9 +48,7 @@ func (podGroupStrategy) NamespaceScoped() bool { return true }
 
 // GetResetFields says that writes to the main resource never set status.
 func (podGroupStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return registryscheduling.MainResetFields()
 }
 
 // PrepareForCreate clears status, starts the generation at 1 and adds the
@@ -76,6 +85,11 @@ func (podGroupStrategy) Canonicalize(runtime.Object) {}
 
 func (podGroupStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
+// AllowUnconditionalUpdate lets an update without a resourceVersion
+// through, last writer wins, as upstream's Pod and Deployment storage do,
+// so that "kubectl replace" of a manifest without one works.
+// Every write that must not lose a race (the controller's status writes,
+// which carry the resourceVersion they read) is conditional anyway.
 func (podGroupStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 func (podGroupStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
@@ -99,15 +113,7 @@ func NewStatusStrategy(s podGroupStrategy) podGroupStatusStrategy {
 // GetResetFields says that status writes never set spec or the metadata
 // that ResetObjectMetaForStatus restores.
 func (podGroupStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata", "labels"),
-			fieldpath.MakePathOrDie("metadata", "annotations"),
-			fieldpath.MakePathOrDie("metadata", "finalizers"),
-			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+	return registryscheduling.StatusResetFields()
 }
 
 // PrepareForUpdate keeps the stored spec and metadata, and derives the phase.

@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
+	registryscheduling "github.com/muster-dev/muster/pkg/registry/scheduling"
 )
 
 // workloadStrategy governs writes to the main workloads resource.
@@ -26,6 +27,15 @@ type workloadStrategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
 }
+
+var (
+	_ rest.RESTCreateStrategy  = workloadStrategy{}
+	_ rest.RESTUpdateStrategy  = workloadStrategy{}
+	_ rest.RESTDeleteStrategy  = workloadStrategy{}
+	_ rest.ResetFieldsStrategy = workloadStrategy{}
+	_ rest.RESTUpdateStrategy  = workloadStatusStrategy{}
+	_ rest.ResetFieldsStrategy = workloadStatusStrategy{}
+)
 
 // NewStrategy returns the strategy for the main resource.
 func NewStrategy(typer runtime.ObjectTyper) workloadStrategy {
@@ -36,9 +46,7 @@ func (workloadStrategy) NamespaceScoped() bool { return true }
 
 // GetResetFields says that writes to the main resource never set status.
 func (workloadStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return registryscheduling.MainResetFields()
 }
 
 // PrepareForCreate clears status and starts the generation at 1.
@@ -67,6 +75,11 @@ func (workloadStrategy) Canonicalize(runtime.Object) {}
 
 func (workloadStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
+// AllowUnconditionalUpdate lets an update without a resourceVersion
+// through, last writer wins, as upstream's Pod and Deployment storage do,
+// so that "kubectl replace" of a manifest without one works.
+// Every write that must not lose a race (the controller's status writes,
+// which carry the resourceVersion they read) is conditional anyway.
 func (workloadStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 func (workloadStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
@@ -90,15 +103,7 @@ func NewStatusStrategy(s workloadStrategy) workloadStatusStrategy {
 // GetResetFields says that status writes never set spec or the metadata
 // that ResetObjectMetaForStatus restores.
 func (workloadStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata", "labels"),
-			fieldpath.MakePathOrDie("metadata", "annotations"),
-			fieldpath.MakePathOrDie("metadata", "finalizers"),
-			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+	return registryscheduling.StatusResetFields()
 }
 
 // PrepareForUpdate keeps the stored spec and metadata.

@@ -12,7 +12,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
-func TestLink(t *testing.T) {
+func TestClassifyPods(t *testing.T) {
 	now := t0
 	type counters struct{ pods, gated, active, scheduled, ready, terminating int32 }
 	cases := []struct {
@@ -155,7 +155,7 @@ func TestLink(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := link(tc.pods, now, tc.fastRelease)
+			v := classifyPods(tc.pods, now, tc.fastRelease)
 			got := counters{v.pods, v.gated, v.active, v.scheduled, v.ready, v.terminating}
 			if got != tc.want {
 				t.Errorf("counters = %+v, want %+v", got, tc.want)

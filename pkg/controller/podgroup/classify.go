@@ -39,10 +39,10 @@ const (
 	resultFailed
 )
 
-// link classifies a group's pods. fastRelease makes a pod with a
-// deletionTimestamp inactive at once (KEP-6143); without it the pod stays
-// active until it is terminal.
-func link(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView {
+// classifyPods is step 2: it sorts a group's pods into what a sync counts
+// and acts on. fastRelease makes a pod with a deletionTimestamp inactive at
+// once (KEP-6143); without it the pod stays active until it is terminal.
+func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView {
 	v := &podView{finished: map[types.UID]podResult{}, withFinalizer: map[types.UID]*corev1.Pod{}}
 	for _, p := range pods {
 		v.pods++

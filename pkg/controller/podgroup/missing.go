@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +19,8 @@ import (
 // pods' annotations (KEP-976), naming the pod it was created from.
 const CreatedByAnnotation = "scheduling.muster.dev/created-from-pod"
 
-// syncMissingGroup is step 7, for pods whose PodGroup does not exist. Pods
+// syncMissingGroup is the path of docs/controller.md for pods whose
+// PodGroup does not exist. Pods
 // being deleted lose the tracking finalizer at once, so that none is stuck
 // Terminating. If a pod carries creation annotations, the controller creates
 // the group; otherwise the pods stay gated and are told what they wait for.
@@ -28,15 +28,16 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	if len(pods) == 0 {
 		return nil
 	}
+	key := groupKey(namespace, name)
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && isTracked(p) && !c.expectations.pending(namespace+"/"+name, p.UID) {
+		if p.DeletionTimestamp != nil && isTracked(p) && !c.expectations.pending(key, p.UID) {
 			deleting = append(deleting, p)
 		}
 	}
 	if len(deleting) > 0 {
 		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch)
-		c.expectations.expect(namespace+"/"+name, done...)
+		c.expectations.expect(key, done...)
 		if len(errs) > 0 {
 			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
 		}
@@ -46,20 +47,20 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	if pg == nil {
 		for _, p := range pods {
 			if p.DeletionTimestamp == nil {
-				c.warnOnce(string(p.UID)+"/"+reasonWaitingForPodGroup, func() {
+				c.warnOnce(p.UID, reasonWaitingForPodGroup, func() {
 					c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForPodGroup, "waiting for PodGroup %s", name)
 				})
 			}
 		}
 		return nil
 	}
-	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: "muster-controller"})
+	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: scheduling.ControllerName})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return nil // the informer brings it, and its pods are synced then.
 	case apierrors.IsInvalid(err):
 		// A Workload or template that does not exist: tell the pod, do not retry hot.
-		c.warnOnce(string(from.UID)+"/"+reasonInvalidAnnotation, func() {
+		c.warnOnce(from.UID, reasonInvalidAnnotation, func() {
 			c.recorder.Eventf(from, corev1.EventTypeWarning, reasonInvalidAnnotation, "cannot create PodGroup %s: %v", name, err)
 		})
 		return nil
@@ -88,7 +89,7 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 		}
 		spec, ok, err := specFromAnnotations(p.Annotations)
 		if err != nil {
-			c.warnOnce(string(p.UID)+"/"+reasonInvalidAnnotation, func() {
+			c.warnOnce(p.UID, reasonInvalidAnnotation, func() {
 				c.recorder.Event(p, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
 			})
 			continue
@@ -112,42 +113,21 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 // when the pod carries none.
 func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok bool, err error) {
 	if v, has := ann[scheduling.MinCountAnnotation]; has {
-		n, perr := strconv.ParseInt(v, 10, 32)
-		if perr != nil || n < 1 {
+		n, valid := scheduling.ParseMinCount(v)
+		if !valid {
 			return spec, false, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.MinCountAnnotation, v)
 		}
-		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: int32(n)}
+		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: n}
 		ok = true
 	}
-	wl, hasWL := ann[scheduling.WorkloadAnnotation]
-	tpl, hasTpl := ann[scheduling.TemplateAnnotation]
-	if hasWL != hasTpl {
+	wl, tpl, set, missing := scheduling.WorkloadRefAnnotations(ann)
+	if missing != "" {
 		return spec, false, fmt.Errorf("annotations %s and %s must be set together", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)
 	}
-	if hasWL {
+	if set {
 		// The server copies the template's policy when minCount is not given.
 		spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: wl, TemplateName: tpl}
 		ok = true
 	}
 	return spec, ok, nil
-}
-
-// checkMinCountAnnotations tells pods whose min-count annotation disagrees
-// with their group's minCount: all pods of a group must agree.
-func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*corev1.Pod) {
-	want := minCount(pg)
-	for _, p := range pods {
-		v, has := p.Annotations[scheduling.MinCountAnnotation]
-		if !has {
-			continue
-		}
-		// Compare numbers: the webhook accepts "08" and "+8" as 8.
-		if n, err := strconv.ParseInt(v, 10, 32); err == nil && int32(n) == want {
-			continue
-		}
-		c.warnOnce(string(p.UID)+"/"+reasonMinCountMismatch, func() {
-			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonMinCountMismatch,
-				"annotation %s=%s disagrees with PodGroup %s, whose minCount is %d; all pods of a group must agree", scheduling.MinCountAnnotation, v, pg.Name, want)
-		})
-	}
 }

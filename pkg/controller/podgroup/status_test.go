@@ -1,0 +1,86 @@
+package podgroup
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// TestEveryStatusFieldIsClassified changes one status field at a time and
+// checks whether the change counts as a decision. A field missing from the
+// table fails the test, so whoever adds a status field says whether it is a
+// decision (written at once) or a refresh (batched).
+func TestEveryStatusFieldIsClassified(t *testing.T) {
+	t1 := metav1.NewTime(t0)
+	cond := func(mod func(*metav1.Condition)) []metav1.Condition {
+		c := metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse, Reason: condReasonWaitingForPods, Message: "m"}
+		mod(&c)
+		return []metav1.Condition{c}
+	}
+	base := v1alpha1.PodGroupStatus{Conditions: cond(func(*metav1.Condition) {})}
+	cases := []struct {
+		field    string
+		name     string
+		change   func(s *v1alpha1.PodGroupStatus)
+		decision bool
+	}{
+		{"Conditions", "a condition's status is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = cond(func(c *metav1.Condition) { c.Status = metav1.ConditionTrue })
+		}, true},
+		{"Conditions", "a condition's reason is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = cond(func(c *metav1.Condition) { c.Reason = condReasonSchedulingGated })
+		}, true},
+		{"Conditions", "a new condition is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: condReasonMinCountBound})
+		}, true},
+		{"Conditions", "a condition's message is a refresh", func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = cond(func(c *metav1.Condition) { c.Message = "other" })
+		}, false},
+		{"Conditions", "a condition's observedGeneration is a refresh", func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = cond(func(c *metav1.Condition) { c.ObservedGeneration = 2 })
+		}, false},
+		{"Conditions", "a condition's lastTransitionTime alone is a refresh", func(s *v1alpha1.PodGroupStatus) {
+			s.Conditions = cond(func(c *metav1.Condition) { c.LastTransitionTime = t1 })
+		}, false},
+		{"Phase", "the derived phase is a refresh", func(s *v1alpha1.PodGroupStatus) { s.Phase = v1alpha1.PodGroupRunning }, false},
+		{"Pods", "the pod count is a refresh", func(s *v1alpha1.PodGroupStatus) { s.Pods = 1 }, false},
+		{"Gated", "the gated count is a refresh", func(s *v1alpha1.PodGroupStatus) { s.Gated = 1 }, false},
+		{"Active", "the active count is a refresh", func(s *v1alpha1.PodGroupStatus) { s.Active = 1 }, false},
+		{"Scheduled", "the scheduled count is a refresh", func(s *v1alpha1.PodGroupStatus) { s.Scheduled = 1 }, false},
+		{"Ready", "the ready count is a refresh", func(s *v1alpha1.PodGroupStatus) { s.Ready = 1 }, false},
+		{"Succeeded", "a success counted is a decision", func(s *v1alpha1.PodGroupStatus) { s.Succeeded = 1 }, true},
+		{"Failed", "a failure counted is a decision", func(s *v1alpha1.PodGroupStatus) { s.Failed = 1 }, true},
+		{"UncountedTerminatedPods", "a recorded UID is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: []types.UID{"u"}}
+		}, true},
+		{"AdmissionTime", "admissionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.AdmissionTime = &t1 }, true},
+		{"StartTime", "startTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.StartTime = &t1 }, true},
+		{"CompletionTime", "completionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.CompletionTime = &t1 }, true},
+		{"ObservedGeneration", "observedGeneration is a refresh", func(s *v1alpha1.PodGroupStatus) { s.ObservedGeneration = 3 }, false},
+	}
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.field] = true
+		t.Run(tc.name, func(t *testing.T) {
+			a := &v1alpha1.PodGroup{Status: *base.DeepCopy()}
+			b := a.DeepCopy()
+			tc.change(&b.Status)
+			if equalStatus(a, b) {
+				t.Fatalf("the change left status equal")
+			}
+			if got := decisionChanged(a, b); got != tc.decision {
+				t.Errorf("decisionChanged = %v, want %v", got, tc.decision)
+			}
+		})
+	}
+	typ := reflect.TypeOf(v1alpha1.PodGroupStatus{})
+	for i := range typ.NumField() {
+		if name := typ.Field(i).Name; !covered[name] {
+			t.Errorf("status field %s is neither a decision nor a refresh in this table: classify it (decisions in status.go)", name)
+		}
+	}
+}
