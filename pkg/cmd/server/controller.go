@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/apicalls"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/controller/workload"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
@@ -144,12 +146,20 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	recorder, broadcaster := newEventRecorder(kube, record.WithContext(ctx))
 	defer broadcaster.Shutdown()
 
-	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, recorder)
+	// Capacity-aware admission reads nodes, trimmed to what placement needs.
+	var nodes coreinformers.NodeInformer
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(capacity.TrimNode))
+	if o.Admission == podgroup.AdmissionCapacity {
+		nodes = nodeFactory.Core().V1().Nodes()
+	}
+	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, nodes, recorder)
 	if err != nil {
 		return err
 	}
 	podFactory.Start(ctx.Done())
 	nsFactory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	defer nodeFactory.Shutdown()
 	musterFactory.Start(ctx.Done())
 	defer podFactory.Shutdown()
 	defer nsFactory.Shutdown()

@@ -109,5 +109,8 @@ func NewUnmanagedPodReflector(kube kubernetes.Interface, groupLabel string, stor
 			return kube.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}
-	return cache.NewReflectorWithOptions(lw, &corev1.Pod{}, store, cache.ReflectorOptions{Name: "muster-capacity-pods"})
+	// As client-go's own informers do: a client that cannot stream the
+	// initial list (a fake) makes the reflector list instead.
+	return cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, kube), &corev1.Pod{}, store,
+		cache.ReflectorOptions{Name: "muster-capacity-pods"})
 }

@@ -22,31 +22,51 @@ import (
 // group stays admitted, so pods that join later (replacements, scale-up) are
 // released at once. A finished group admits nobody.
 func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
+	key := groupKey(pg.Namespace, pg.Name)
 	if isFinished(pg) {
+		c.withdraw(key)
 		return false
 	}
 	if isAdmitted(pg) {
+		if c.capacity != nil {
+			c.placeJoiners(key, pg, v)
+		}
 		return true
 	}
 	if gates := pg.Spec.SchedulingGates; len(gates) > 0 {
+		c.withdraw(key)
 		names := make([]string, len(gates))
 		for i, g := range gates {
 			names[i] = g.Name
 		}
-		c.setWaiting(pg, condReasonSchedulingGated, fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", ")), now)
+		c.setWaiting(pg, condReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
 		return false
 	}
 	need := minCount(pg)
 	if v.active < need {
+		c.withdraw(key)
 		c.setWaiting(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
 		return false
 	}
-	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, msg, now)
+	reason, msg := condReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
+	if c.capacity != nil {
+		if !c.placeGang(key, pg, v, need, now) {
+			return false
+		}
+		reason, msg = condReasonGangFits, fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
+	}
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)
 	pg.Status.AdmissionTime = &t
 	c.recorder.Event(pg, corev1.EventTypeNormal, reasonAdmitted, msg)
 	return true
+}
+
+// withdraw takes a group out of the admission queue: it has nothing to place.
+func (c *Controller) withdraw(key string) {
+	if c.admission != nil {
+		c.admission.withdraw(key)
+	}
 }
 
 // setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
@@ -65,8 +85,12 @@ func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now t
 // gate-removal latency.
 func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
 	key := groupKey(pg.Namespace, pg.Name)
+	placed := placementsByUID(pg)
 	var pods []*corev1.Pod
 	for _, p := range v.gatedPods {
+		if c.capacity != nil && placed[p.UID] == "" {
+			continue // not placed yet: it waits for capacity.
+		}
 		// The cache still shows a finalizer that cleanup took off: wait until
 		// it shows the removal, which syncs the group again, so that the gate
 		// patch puts the finalizer back (adoptOps).
@@ -78,7 +102,11 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	if len(pods) == 0 {
 		return nil
 	}
-	done, errs := c.patchPods(ctx, pods, removeGatePatch)
+	release := removeGatePatch
+	if c.capacity != nil {
+		release = func(p *corev1.Pod) ([]byte, bool) { return releasePatch(placed[p.UID])(p) }
+	}
+	done, errs := c.patchPods(ctx, pods, release)
 	c.ungated.expect(key, done...)
 	metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {

@@ -30,6 +30,9 @@ type podView struct {
 	withFinalizer map[types.UID]*corev1.Pod
 	// nextCheck is the soonest time a deleted pod's grace period ends.
 	nextCheck time.Time
+	// decisionApplied says that this sync put an admission cycle's
+	// placements into status; once written, the decision is recorded.
+	decisionApplied bool
 }
 
 type podResult int

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 // Config tunes the controller. The zero value is not valid: start from
@@ -29,7 +30,22 @@ type Config struct {
 	StatusBatchPeriod time.Duration
 	// NamespaceSelector picks the namespaces whose pods Muster manages.
 	NamespaceSelector string
+	// Admission is AdmissionCapacity (a gang is released only where all of
+	// it fits, each pod pinned to its node) or AdmissionCount (a complete
+	// gang is released whatever the free capacity).
+	Admission string
+	// QueueingStrategy orders gangs that wait for capacity.
+	QueueingStrategy capacity.QueueingStrategy
+	// StalledTimeout is how long a released pod may stay unschedulable on
+	// the node reserved for it before the group reports it as Stalled.
+	StalledTimeout time.Duration
 }
+
+// The admission modes of --admission.
+const (
+	AdmissionCapacity = "capacity"
+	AdmissionCount    = "count"
+)
 
 // DefaultConfig returns the defaults the flags start from.
 func DefaultConfig() Config {
@@ -40,6 +56,9 @@ func DefaultConfig() Config {
 		FastRelease:       true,
 		StatusBatchPeriod: time.Second,
 		NamespaceSelector: scheduling.DefaultNamespaceSelector,
+		Admission:         AdmissionCapacity,
+		QueueingStrategy:  capacity.BestEffortFIFO,
+		StalledTimeout:    time.Minute,
 	}
 }
 
@@ -56,6 +75,15 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NamespaceSelector, "namespace-selector", c.NamespaceSelector,
 		"Label selector of the namespaces whose labelled pods Muster manages; by default all but kube-system and the server's own "+
 			"($POD_NAMESPACE, else muster-system). Keep the webhook configurations' namespaceSelector in step with it.")
+	fs.StringVar(&c.Admission, "admission", c.Admission,
+		"How a complete gang is admitted: 'capacity' releases it only where all of it fits, each pod pinned to the node reserved for it; "+
+			"'count' releases it whatever the free capacity, for clusters where another system owns capacity.")
+	fs.StringVar((*string)(&c.QueueingStrategy), "queueing-strategy", string(c.QueueingStrategy),
+		"Order of gangs waiting for capacity: 'BestEffortFIFO' lets a gang that fits go ahead of an older or lower-priority one that does not; "+
+			"'StrictFIFO' admits nothing behind the head of the queue. A gang that can never fit is skipped under both.")
+	fs.DurationVar(&c.StalledTimeout, "stalled-pod-timeout", c.StalledTimeout,
+		"How long a released pod may stay unschedulable on the node reserved for it (capacity taken by a pod Muster does not manage) "+
+			"before its PodGroup reports Stalled=True.")
 }
 
 // Validate checks the configuration.
@@ -72,6 +100,15 @@ func (c *Config) Validate() []error {
 	}
 	if c.StatusBatchPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--status-batch-period must not be negative, got %s", c.StatusBatchPeriod))
+	}
+	if c.Admission != AdmissionCapacity && c.Admission != AdmissionCount {
+		errs = append(errs, fmt.Errorf("--admission must be %q or %q, got %q", AdmissionCapacity, AdmissionCount, c.Admission))
+	}
+	if c.QueueingStrategy != capacity.BestEffortFIFO && c.QueueingStrategy != capacity.StrictFIFO {
+		errs = append(errs, fmt.Errorf("--queueing-strategy must be %q or %q, got %q", capacity.BestEffortFIFO, capacity.StrictFIFO, c.QueueingStrategy))
+	}
+	if c.StalledTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--stalled-pod-timeout must be positive, got %s", c.StalledTimeout))
 	}
 	if _, err := labels.Parse(c.NamespaceSelector); err != nil {
 		errs = append(errs, fmt.Errorf("--namespace-selector: %w", err))

@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,11 @@ func TestConfigValidate(t *testing.T) {
 		{name: "a zero release grace is allowed", mod: func(c *Config) { c.ReleaseGrace = 0 }},
 		{name: "a negative batch period is rejected", mod: func(c *Config) { c.StatusBatchPeriod = -time.Second }, wantErr: "--status-batch-period"},
 		{name: "a namespace selector that does not parse is rejected", mod: func(c *Config) { c.NamespaceSelector = "a in (" }, wantErr: "--namespace-selector"},
+		{name: "count admission is allowed", mod: func(c *Config) { c.Admission = AdmissionCount }},
+		{name: "an unknown admission mode is rejected", mod: func(c *Config) { c.Admission = "fits" }, wantErr: "--admission"},
+		{name: "StrictFIFO is allowed", mod: func(c *Config) { c.QueueingStrategy = capacity.StrictFIFO }},
+		{name: "an unknown queueing strategy is rejected", mod: func(c *Config) { c.QueueingStrategy = "LIFO" }, wantErr: "--queueing-strategy"},
+		{name: "a zero stalled-pod timeout is rejected", mod: func(c *Config) { c.StalledTimeout = 0 }, wantErr: "--stalled-pod-timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,12 +54,14 @@ func TestConfigFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	c.AddFlags(fs)
 	err := fs.Parse([]string{"--controller-workers=2", "--pod-patch-concurrency=3", "--release-grace=1m",
-		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a"})
+		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a",
+		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Workers: 2, PatchConcurrency: 3, ReleaseGrace: time.Minute, FastRelease: false,
-		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a"}
+		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a",
+		Admission: AdmissionCount, QueueingStrategy: capacity.StrictFIFO, StalledTimeout: 2 * time.Minute}
 	if c != want {
 		t.Errorf("config = %+v, want %+v", c, want)
 	}
@@ -62,7 +71,7 @@ func TestNewRejectsABadNamespaceSelector(t *testing.T) {
 	h := newHarness(t, nil)
 	c := DefaultConfig()
 	c.NamespaceSelector = "a in ("
-	if _, err := New(c, h.kube, h.muster, nil, nil, nil, h.recorder); err == nil {
+	if _, err := New(c, h.kube, h.muster, nil, nil, nil, nil, h.recorder); err == nil {
 		t.Errorf("New accepted a namespace selector that does not parse")
 	}
 }

@@ -27,6 +27,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
 	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
@@ -61,14 +63,21 @@ type Controller struct {
 	// warned remembers, per pod, the reasons of the one-off events it was
 	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
 	warned map[types.UID]sets.Set[string]
+
+	// capacity, admission and podStore serve capacity-aware admission; they
+	// are nil with --admission=count.
+	capacity  *capacity.Tracker
+	admission *admissionQueue
+	podStore  *capacity.PodStore
 }
 
 // New builds a controller over a pod informer that must be limited to pods
 // carrying the group label (see PodListOptions). New installs GroupIndex on
-// it, so it must not have started yet.
+// it, so it must not have started yet. nodes feeds capacity-aware admission
+// and may be nil with --admission=count.
 func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 	pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer,
-	podGroups informers.PodGroupInformer, recorder record.EventRecorder) (*Controller, error) {
+	podGroups informers.PodGroupInformer, nodes coreinformers.NodeInformer, recorder record.EventRecorder) (*Controller, error) {
 	sel, err := labels.Parse(cfg.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("parsing namespace selector: %w", err)
@@ -94,20 +103,45 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		lastFlush:    map[string]time.Time{},
 		warned:       map[types.UID]sets.Set[string]{},
 	}
-	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if cfg.Admission == AdmissionCapacity {
+		if nodes == nil {
+			return nil, fmt.Errorf("capacity-aware admission needs a node informer")
+		}
+		c.capacity = capacity.NewTracker(cfg.FastRelease)
+		c.admission = newAdmissionQueue()
+		c.podStore = capacity.NewPodStore(c.capacity, c.admission.poke)
+		c.synced = append(c.synced, nodes.Informer().HasSynced, c.podStore.HasSynced)
+		nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.setNode,
+			UpdateFunc: func(_, obj interface{}) { c.setNode(obj) },
+			DeleteFunc: c.deleteNode,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watching nodes: %w", err)
+		}
+		c.synced = append(c.synced, nodeReg.HasSynced)
+	}
+	// The handlers' own HasSynced, not only the informers', gate Run: the
+	// capacity tracker is fed by the handlers, and the first admission cycle
+	// must see every reservation that already exists.
+	podReg, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,
 		DeleteFunc: c.deletePod,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
-	if _, err := podGroups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, obj interface{}) { c.enqueueObject(obj) },
+	c.synced = append(c.synced, podReg.HasSynced)
+	pgReg, err := podGroups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPodGroup,
+		UpdateFunc: func(_, obj interface{}) { c.addPodGroup(obj) },
 		DeleteFunc: c.deletePodGroup,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("watching podgroups: %w", err)
 	}
+	c.synced = append(c.synced, pgReg.HasSynced)
 	return c, nil
 }
 
@@ -121,9 +155,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		wg.Wait()
 	}()
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting PodGroup controller", "workers", workers)
+	logger.Info("Starting PodGroup controller", "workers", workers, "admission", c.cfg.Admission)
+	if c.podStore != nil {
+		// Pods Muster does not manage hold capacity too; they are kept as
+		// compact holdings, never as pod objects.
+		r := capacity.NewUnmanagedPodReflector(c.kube, scheduling.PodGroupLabel, c.podStore)
+		wg.Go(func() { r.RunWithContext(ctx) })
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
+	}
+	if c.admission != nil {
+		wg.Go(func() { c.runAdmission(ctx) })
 	}
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })

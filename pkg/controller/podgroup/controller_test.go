@@ -15,6 +15,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
 	musterfake "github.com/muster-dev/muster/pkg/generated/clientset/versioned/fake"
 	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
 )
@@ -29,6 +30,9 @@ func TestRun(t *testing.T) {
 	if err := kube.Tracker().Add(ns); err != nil {
 		t.Fatal(err)
 	}
+	if err := kube.Tracker().Add(newNode("n1", "8")); err != nil {
+		t.Fatal(err)
+	}
 	muster := musterfake.NewSimpleClientset(withVersions(objects(newGroup(3)))...)
 	keepVersions(&kube.Fake, kube.Tracker())
 	keepVersions(&muster.Fake, muster.Tracker())
@@ -38,8 +42,9 @@ func TestRun(t *testing.T) {
 	pods := podFactory.Core().V1().Pods()
 	nsFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
+	// The defaults: capacity-aware admission, fed by a node informer.
 	c, err := New(DefaultConfig(), kube, muster, pods, nsFactory.Core().V1().Namespaces(),
-		musterFactory.Scheduling().V1alpha1().PodGroups(), record.NewFakeRecorder(1000))
+		musterFactory.Scheduling().V1alpha1().PodGroups(), nsFactory.Core().V1().Nodes(), record.NewFakeRecorder(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +101,15 @@ func TestRun(t *testing.T) {
 	if _, err := kube.CoreV1().Pods(testNS).Create(ctx, newPod("p-2"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the gang to be released", func() bool {
-		return !hasGate(getPod("p-0")) && !hasGate(getPod("p-1")) && !hasGate(getPod("p-2"))
+	waitFor("the gang to be released, each pod pinned to the node", func() bool {
+		for _, n := range []string{"p-0", "p-1", "p-2"} {
+			if p := getPod(n); hasGate(p) || capacity.PinnedNode(p) != "n1" {
+				return false
+			}
+		}
+		return true
 	})
-	wantCondition(t, getGroup(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+	wantCondition(t, getGroup(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangFits, "")
 
 	for _, n := range []string{"p-0", "p-1", "p-2"} {
 		p := getPod(n)

@@ -3,6 +3,7 @@ package podgroup
 // Event reasons, on PodGroups and on pods.
 const (
 	reasonAdmitted           = "Admitted"
+	reasonStalled            = "Stalled"
 	reasonWaiting            = "Waiting"
 	reasonFinished           = "Finished"
 	reasonWaitingForPodGroup = "WaitingForPodGroup"
@@ -16,6 +17,9 @@ const (
 // Condition reasons written by the controller.
 const (
 	condReasonGangComplete          = "GangComplete"
+	condReasonGangFits              = "GangFits"
+	condReasonReservedCapacityTaken = "ReservedCapacityTaken"
+	condReasonNoStalledPods         = "NoStalledPods"
 	condReasonWaitingForPods        = "WaitingForPods"
 	condReasonSchedulingGated       = "SchedulingGated"
 	condReasonMinCountBound         = "MinCountBound"

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -260,4 +261,31 @@ func concat[T any](lists ...[]T) []T {
 // admitted is a group of minCount that an earlier sync admitted and saw scheduled.
 func admitted(minCount int32, mods ...groupMod) *v1alpha1.PodGroup {
 	return newGroup(minCount, append([]groupMod{admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour))}, mods...)...)
+}
+
+// newNode returns a Ready node with cpu CPUs and room for 110 pods.
+func newNode(name, cpu string, mods ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{corev1.LabelHostname: name}},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(cpu),
+				corev1.ResourceMemory: resource.MustParse("64Gi"),
+				corev1.ResourcePods:   resource.MustParse("110"),
+			},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	for _, m := range mods {
+		m(n)
+	}
+	return n
+}
+
+// requests gives the pod's container a cpu request.
+func requests(cpu string) podMod {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
 }

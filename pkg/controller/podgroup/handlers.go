@@ -5,10 +5,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 func (c *Controller) addPod(obj interface{}) {
 	p := obj.(*corev1.Pod)
+	c.trackPod(p)
 	key, ok := podGroupKey(p)
 	if !ok || !c.managedNamespace(p.Namespace) {
 		return
@@ -24,6 +26,7 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if old.ResourceVersion == p.ResourceVersion {
 		return // a resync: nothing changed.
 	}
+	c.trackPod(p)
 	if !c.managedNamespace(p.Namespace) {
 		return
 	}
@@ -49,8 +52,50 @@ func (c *Controller) deletePod(obj interface{}) {
 		}
 	}
 	c.forgetWarnings(p.UID)
+	if c.capacity != nil {
+		c.capacity.RemoveManagedPod(p.UID)
+		c.admission.poke()
+	}
 	if key, ok := podGroupKey(p); ok && c.managedNamespace(p.Namespace) {
 		c.queue.Add(key)
+	}
+}
+
+// trackPod tells the capacity tracker what one of Muster's pods holds. Pods
+// in namespaces Muster does not manage hold capacity too.
+func (c *Controller) trackPod(p *corev1.Pod) {
+	if c.capacity == nil {
+		return
+	}
+	if key, ok := podGroupKey(p); ok {
+		c.capacity.SetManagedPod(key, p, hasGate(p))
+	} else {
+		// The label is gone: the pod has left the labelled informer's view.
+		c.capacity.RemoveManagedPod(p.UID)
+	}
+	c.admission.poke()
+}
+
+func (c *Controller) addPodGroup(obj interface{}) {
+	if pg, ok := obj.(*v1alpha1.PodGroup); ok && c.capacity != nil {
+		c.capacity.SetPlacements(groupKey(pg.Namespace, pg.Name), placementsByUID(pg))
+	}
+	c.enqueueObject(obj)
+}
+
+func (c *Controller) setNode(obj interface{}) {
+	if n, ok := obj.(*corev1.Node); ok {
+		c.capacity.SetNode(n)
+		c.admission.poke()
+	}
+}
+
+func (c *Controller) deleteNode(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		c.capacity.RemoveNode(n.Name)
 	}
 }
 
@@ -67,6 +112,11 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 		return
 	}
 	metrics.forgetGroup(key)
+	if c.capacity != nil {
+		c.capacity.ForgetGroup(key)
+		c.admission.forget(key)
+		c.admission.poke()
+	}
 	c.mu.Lock()
 	delete(c.lastFlush, key)
 	delete(c.lastPodSeen, key)

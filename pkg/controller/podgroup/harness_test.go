@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -85,10 +86,17 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 	pgInformer := musterFactory.Scheduling().V1alpha1().PodGroups()
 
 	c := DefaultConfig()
+	// Tests of the rules every mode shares run with count admission, which
+	// releases a complete gang at once; capacity tests say so, and add nodes.
+	c.Admission = AdmissionCount
 	if cfg != nil {
 		cfg(&c)
 	}
-	ctrl, err := New(c, h.kube, h.muster, podInformer, nsInformer, pgInformer, h.recorder)
+	var nodeInformer coreinformers.NodeInformer
+	if c.Admission == AdmissionCapacity {
+		nodeInformer = kubeFactory.Core().V1().Nodes()
+	}
+	ctrl, err := New(c, h.kube, h.muster, podInformer, nsInformer, pgInformer, nodeInformer, h.recorder)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -155,6 +163,7 @@ func (h *harness) sync() time.Duration {
 // the controller's pod handlers for what changed.
 func (h *harness) observe() {
 	h.t.Helper()
+	h.observeNodes()
 	h.observePods()
 	h.observeGroups()
 	nsList, err := h.kube.Tracker().List(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"},
@@ -207,6 +216,22 @@ func (h *harness) observePods() {
 	}
 }
 
+// observeNodes hands every node to the capacity tracker.
+func (h *harness) observeNodes() {
+	h.t.Helper()
+	if h.c.capacity == nil {
+		return
+	}
+	list, err := h.kube.Tracker().List(schema.GroupVersionResource{Version: "v1", Resource: "nodes"},
+		schema.GroupVersionKind{Version: "v1", Kind: "Node"}, "")
+	if err != nil {
+		h.t.Fatalf("listing nodes: %v", err)
+	}
+	for i := range list.(*corev1.NodeList).Items {
+		h.c.setNode(&list.(*corev1.NodeList).Items[i])
+	}
+}
+
 func (h *harness) observeGroups() {
 	h.t.Helper()
 	list, err := h.muster.Tracker().List(podGroupsGVR, podGroupGVK, "")
@@ -219,6 +244,11 @@ func (h *harness) observeGroups() {
 	}
 	if err := h.groups.Replace(items, ""); err != nil {
 		h.t.Fatalf("caching podgroups: %v", err)
+	}
+	if h.c.capacity != nil {
+		for _, o := range items {
+			h.c.addPodGroup(o)
+		}
 	}
 }
 

@@ -18,6 +18,9 @@ type controllerMetrics struct {
 	podsUngated        *k8smetrics.Counter
 	podsAccounted      *k8smetrics.CounterVec
 	gatedPods          *k8smetrics.GaugeVec
+	waitingForCapacity *k8smetrics.Gauge
+	admissionCycle     *k8smetrics.Histogram
+	stalledGroups      *k8smetrics.Gauge
 
 	mu sync.Mutex
 	// groups remembers each group's gated pods and phase, so that the gauge
@@ -56,9 +59,23 @@ func newControllerMetrics() *controllerMetrics {
 			Subsystem: metricsSubsystem, Name: "gated_pods",
 			Help: "Pods held by the admission gate, by the phase of their PodGroup.", StabilityLevel: k8smetrics.ALPHA,
 		}, []string{"phase"}),
+		waitingForCapacity: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "podgroups_waiting_for_capacity",
+			Help: "PodGroups that are complete but do not fit the free capacity (InsufficientCapacity, ExceedsClusterCapacity or Queued).", StabilityLevel: k8smetrics.ALPHA,
+		}),
+		admissionCycle: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+			Subsystem: metricsSubsystem, Name: "admission_cycle_duration_seconds",
+			Help:    "Time to place every waiting PodGroup on one snapshot of the cluster.",
+			Buckets: k8smetrics.ExponentialBuckets(0.0001, 2, 16), StabilityLevel: k8smetrics.ALPHA,
+		}),
+		stalledGroups: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "podgroups_stalled",
+			Help: "PodGroups with a released pod that stays unschedulable on the node reserved for it.", StabilityLevel: k8smetrics.ALPHA,
+		}),
 		groups: map[string]groupGauge{},
 	}
-	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods)
+	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
+		m.waitingForCapacity, m.admissionCycle, m.stalledGroups)
 	return m
 }
 

@@ -19,10 +19,19 @@ import (
 // operations make the patch fail, rather than touch another tool's gate or a
 // new pod of the same name, if the pod changed since it was read.
 func removeGatePatch(p *corev1.Pod) ([]byte, bool) {
+	ops, ok := removeGateOps(p)
+	if !ok {
+		return nil, false
+	}
+	return jsonpatch.Marshal(ops), true
+}
+
+// removeGateOps are removeGatePatch's operations, for a patch that does more.
+func removeGateOps(p *corev1.Pod) ([]jsonpatch.Op, bool) {
 	for i, g := range p.Spec.SchedulingGates {
 		if g.Name == scheduling.AdmissionGate {
 			ops := jsonpatch.RemoveItem(p.UID, "/spec/schedulingGates", i, "/name", scheduling.AdmissionGate)
-			return jsonpatch.Marshal(append(ops, adoptOps(p)...)), true
+			return append(ops, adoptOps(p)...), true
 		}
 	}
 	return nil, false

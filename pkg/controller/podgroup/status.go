@@ -19,11 +19,12 @@ func equalStatus(a, b *v1alpha1.PodGroup) bool {
 }
 
 // decisionChanged reports whether b records a decision that a differs in.
-// Only what decisionsOf lists is a decision; everything else in status
+// Only what decisionsOf lists, and a pod placed that a does not place, is a
+// decision; everything else in status
 // (the counters of existing pods, messages, observedGeneration and the
 // derived phase) is a refresh that may wait for the batch period.
 func decisionChanged(a, b *v1alpha1.PodGroup) bool {
-	return !apiequality.Semantic.DeepEqual(decisionsOf(&a.Status), decisionsOf(&b.Status))
+	return !apiequality.Semantic.DeepEqual(decisionsOf(&a.Status), decisionsOf(&b.Status)) || placementsAdded(a, b)
 }
 
 // decisions are the parts of a status that record a decision, and must be

@@ -60,6 +60,9 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		{"AdmissionTime", "admissionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.AdmissionTime = &t1 }, true},
 		{"StartTime", "startTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.StartTime = &t1 }, true},
 		{"CompletionTime", "completionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.CompletionTime = &t1 }, true},
+		{"Placements", "a pod placed is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Placements = []v1alpha1.PodPlacement{{Pod: "p", UID: "u", Node: "n"}}
+		}, true},
 		{"ObservedGeneration", "observedGeneration is a refresh", func(s *v1alpha1.PodGroupStatus) { s.ObservedGeneration = 3 }, false},
 	}
 	covered := map[string]bool{}
@@ -82,5 +85,16 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		if name := typ.Field(i).Name; !covered[name] {
 			t.Errorf("status field %s is neither a decision nor a refresh in this table: classify it (decisions in status.go)", name)
 		}
+	}
+}
+
+// TestPrunedPlacementIsARefresh: dropping the placement of a pod that was
+// released reserves nothing new, so it waits for the batch period.
+func TestPrunedPlacementIsARefresh(t *testing.T) {
+	a := &v1alpha1.PodGroup{Status: v1alpha1.PodGroupStatus{Placements: []v1alpha1.PodPlacement{{Pod: "p", UID: "u", Node: "n"}, {Pod: "q", UID: "v", Node: "n"}}}}
+	b := a.DeepCopy()
+	b.Status.Placements = b.Status.Placements[1:]
+	if decisionChanged(a, b) {
+		t.Error("dropping a placement counts as a decision, want a refresh")
 	}
 }

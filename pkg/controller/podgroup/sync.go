@@ -60,16 +60,21 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// Decide, steps 4 to 8: counters, newly finished pods, admission and
 	// scheduling, persisted in one status write before anything acts on them.
 	next := pg.DeepCopy()
-	setCounters(next, view)                                          // step 4
+	setCounters(next, view) // step 4
+	prunePlacements(next, view)
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
 	admitted := c.admit(next, view, now)                             // step 6
 	markScheduled(next, view, now)                                   // step 7
+	stalledAfter := c.checkStalled(next, pods, now)                  // step 7b
 	next.Status.ObservedGeneration = pg.Generation
 	// Step 8. A refresh this write defers is written again by step 13, which
 	// says when to flush it.
 	pg, _, err = c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
 		return 0, err
+	}
+	if view.decisionApplied {
+		c.admission.recorded(key)
 	}
 
 	// Act, steps 9 and 10: release the gang, then take the finalizer off
@@ -98,7 +103,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if removeErr != nil {
 		return 0, removeErr
 	}
-	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now)), nil
+	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter), nil
 }
 
 // writeStatus writes next's status and returns the stored group. A status

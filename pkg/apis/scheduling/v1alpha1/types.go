@@ -223,6 +223,10 @@ const (
 	ConditionScheduled = "Scheduled"
 	// ConditionFinished is True once no pod is active; its reason is ReasonSucceeded or ReasonFailed.
 	ConditionFinished = "Finished"
+	// ConditionStalled is True while a released pod stays unschedulable on
+	// the node capacity-aware admission reserved for it, past the controller's
+	// --stalled-pod-timeout: a pod Muster does not manage took that capacity.
+	ConditionStalled = "Stalled"
 )
 
 // Reasons of the Finished condition.

@@ -1,0 +1,191 @@
+package podgroup
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// admissionQueue holds the groups that wait for capacity, and the decisions
+// of admission cycles until each group's own sync has recorded them. Groups
+// offer themselves from their sync; one goroutine runs the cycles, so that
+// every decision is taken on one consistent view of the cluster, in order.
+type admissionQueue struct {
+	mu         sync.Mutex
+	candidates map[string]capacity.Candidate
+	// decided are admissions (or placements of an admitted group's pods)
+	// that the group's sync has not yet written to status.
+	decided map[string]capacity.Verdict
+	// waiting says why each group that did not fit waits.
+	waiting map[string]capacity.Verdict
+	kick    chan struct{}
+}
+
+func newAdmissionQueue() *admissionQueue {
+	return &admissionQueue{
+		candidates: map[string]capacity.Candidate{},
+		decided:    map[string]capacity.Verdict{},
+		waiting:    map[string]capacity.Verdict{},
+		kick:       make(chan struct{}, 1),
+	}
+}
+
+// offer puts a group in the next cycle, unless a decision for it is still
+// to be recorded.
+func (q *admissionQueue) offer(c capacity.Candidate) {
+	q.mu.Lock()
+	_, pending := q.decided[c.Key]
+	if !pending {
+		q.candidates[c.Key] = c
+	}
+	q.mu.Unlock()
+	if !pending {
+		q.poke()
+	}
+}
+
+// withdraw takes a group out of the queue: it has nothing left to place.
+func (q *admissionQueue) withdraw(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.candidates, key)
+	delete(q.waiting, key)
+}
+
+// forget drops everything about a group, decided or not, and reports
+// whether a decision was dropped.
+func (q *admissionQueue) forget(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, had := q.decided[key]
+	delete(q.candidates, key)
+	delete(q.waiting, key)
+	delete(q.decided, key)
+	return had
+}
+
+// decision returns the admission decided for a group and not yet recorded.
+func (q *admissionQueue) decision(key string) (capacity.Verdict, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	v, ok := q.decided[key]
+	return v, ok
+}
+
+// recorded drops a decision once the group's status holds it.
+func (q *admissionQueue) recorded(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.decided, key)
+}
+
+// waitReason returns why a group last failed to fit.
+func (q *admissionQueue) waitReason(key string) (capacity.Verdict, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	v, ok := q.waiting[key]
+	return v, ok
+}
+
+// poke asks for a cycle, if any group waits.
+func (q *admissionQueue) poke() {
+	q.mu.Lock()
+	empty := len(q.candidates) == 0
+	q.mu.Unlock()
+	if empty {
+		return
+	}
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (q *admissionQueue) snapshot() []capacity.Candidate {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]capacity.Candidate, 0, len(q.candidates))
+	for _, c := range q.candidates {
+		out = append(out, c)
+	}
+	return out
+}
+
+// apply stores a cycle's verdicts and returns the groups whose sync must
+// run: those admitted, and those whose reason to wait changed.
+func (q *admissionQueue) apply(verdicts []capacity.Verdict) (changed []string, waiting int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, v := range verdicts {
+		if v.Admit {
+			delete(q.candidates, v.Key)
+			delete(q.waiting, v.Key)
+			q.decided[v.Key] = v
+			changed = append(changed, v.Key)
+			continue
+		}
+		waiting++
+		if old, ok := q.waiting[v.Key]; !ok || old.Reason != v.Reason || old.Message != v.Message {
+			changed = append(changed, v.Key)
+		}
+		q.waiting[v.Key] = v
+	}
+	return changed, waiting
+}
+
+// cycleResync is how often a cycle runs with no event, as a safety net for
+// a change no event announced.
+const cycleResync = 5 * time.Second
+
+// runAdmission runs admission cycles, one at a time, whenever something
+// that may let a waiting group fit has changed.
+func (c *Controller) runAdmission(ctx context.Context) {
+	t := time.NewTicker(cycleResync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.admission.kick:
+		case <-t.C:
+		}
+		c.admitCycle()
+	}
+}
+
+// admitCycle places every waiting group on one snapshot of the cluster.
+// An admitted group's placements are assumed in the tracker at once, so the
+// next cycle does not offer that capacity again before the group's status
+// records them.
+func (c *Controller) admitCycle() {
+	cands := c.admission.snapshot()
+	if len(cands) == 0 {
+		metrics.waitingForCapacity.Set(0)
+		return
+	}
+	start := c.clock.Now()
+	verdicts := capacity.Admit(c.capacity.Snapshot(), cands, c.cfg.QueueingStrategy)
+	for _, v := range verdicts {
+		if v.Admit {
+			c.capacity.Assume(v.Key, assignedNodes(v))
+		}
+	}
+	changed, waiting := c.admission.apply(verdicts)
+	metrics.waitingForCapacity.Set(float64(waiting))
+	metrics.admissionCycle.Observe(c.clock.Since(start).Seconds())
+	for _, key := range changed {
+		c.queue.Add(key)
+	}
+}
+
+func assignedNodes(v capacity.Verdict) map[types.UID]string {
+	out := make(map[types.UID]string, len(v.Assignments))
+	for _, a := range v.Assignments {
+		out[a.Pod.UID] = a.Node
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package podgroup
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+	"github.com/muster-dev/muster/pkg/jsonpatch"
+)
+
+// placeGang is step 6's capacity check for a complete gang that is not yet
+// admitted. The admission cycle decides; this step offers the gang to it,
+// and carries a decision into status once one is made: the placements go
+// into status.placements in the same write as Admitted=True, before any pod
+// is pinned or released. It reports whether the gang is admitted now.
+func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) bool {
+	toPlace := unplacedPods(pg, v)
+	released := v.active - int32(len(activeGated(v)))
+	if d, ok := c.admission.decision(key); ok {
+		valid := validAssignments(d, toPlace)
+		if len(valid) > 0 && int32(len(valid))+released >= need {
+			addPlacements(pg, valid)
+			v.decisionApplied = true
+			return true
+		}
+		// The gang changed since the cycle placed it: place it again.
+		c.admission.forget(key)
+		c.capacity.Forget(key)
+	}
+	if len(toPlace) == 0 {
+		// Every active pod was released already (by hand): nothing to place.
+		return true
+	}
+	c.admission.offer(capacity.Candidate{
+		Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time,
+		Pods: toPlace, Need: int(max(need-released, 1)),
+	})
+	if w, ok := c.admission.waitReason(key); ok {
+		c.setWaiting(pg, w.Reason, w.Message, now)
+	}
+	return false
+}
+
+// placeJoiners is step 6's capacity check for an admitted group: pods that
+// joined it (replacements, pods beyond minCount) are placed one by one as
+// capacity allows, and recorded in status before they are released.
+func (c *Controller) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView) {
+	toPlace := unplacedPods(pg, v)
+	if d, ok := c.admission.decision(key); ok {
+		if valid := validAssignments(d, toPlace); len(valid) > 0 {
+			addPlacements(pg, valid)
+			v.decisionApplied = true
+			return
+		}
+		c.admission.forget(key)
+		c.capacity.Forget(key)
+	}
+	if len(toPlace) == 0 {
+		c.admission.withdraw(key)
+		return
+	}
+	c.admission.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
+}
+
+// activeGated are the gated pods that can still run.
+func activeGated(v *podView) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range v.gatedPods {
+		if !isTerminal(p) && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// unplacedPods are the active gated pods with no placement in status.
+func unplacedPods(pg *v1alpha1.PodGroup, v *podView) []*corev1.Pod {
+	placed := placementsByUID(pg)
+	var out []*corev1.Pod
+	for _, p := range activeGated(v) {
+		if _, ok := placed[p.UID]; !ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validAssignments keeps the assignments of a decision whose pods are still
+// waiting to be placed, as the sync sees them now.
+func validAssignments(d capacity.Verdict, toPlace []*corev1.Pod) []capacity.Assignment {
+	waiting := make(map[types.UID]bool, len(toPlace))
+	for _, p := range toPlace {
+		waiting[p.UID] = true
+	}
+	var out []capacity.Assignment
+	for _, a := range d.Assignments {
+		if waiting[a.Pod.UID] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func addPlacements(pg *v1alpha1.PodGroup, as []capacity.Assignment) {
+	for _, a := range as {
+		pg.Status.Placements = append(pg.Status.Placements, v1alpha1.PodPlacement{Pod: a.Pod.Name, UID: a.Pod.UID, Node: a.Node})
+	}
+}
+
+// placementsByUID maps each placed pod's UID to its node.
+func placementsByUID(pg *v1alpha1.PodGroup) map[types.UID]string {
+	if len(pg.Status.Placements) == 0 {
+		return nil
+	}
+	out := make(map[types.UID]string, len(pg.Status.Placements))
+	for _, p := range pg.Status.Placements {
+		out[p.UID] = p.Node
+	}
+	return out
+}
+
+// prunePlacements drops the placements that no longer reserve anything:
+// their pod was released (it is pinned now), ended, or is gone, or the
+// group has finished. It is a refresh, written with the next write.
+func prunePlacements(pg *v1alpha1.PodGroup, v *podView) {
+	if len(pg.Status.Placements) == 0 {
+		return
+	}
+	keep := map[types.UID]bool{}
+	if !isFinished(pg) {
+		for _, p := range activeGated(v) {
+			keep[p.UID] = true
+		}
+	}
+	pg.Status.Placements = slices.DeleteFunc(slices.Clone(pg.Status.Placements), func(p v1alpha1.PodPlacement) bool { return !keep[p.UID] })
+	if len(pg.Status.Placements) == 0 {
+		pg.Status.Placements = nil
+	}
+}
+
+// placementsAdded reports whether b places a pod that a does not: a
+// decision, written before the pod is pinned.
+func placementsAdded(a, b *v1alpha1.PodGroup) bool {
+	old := placementsByUID(a)
+	for _, p := range b.Status.Placements {
+		if _, ok := old[p.UID]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func priorityOf(pg *v1alpha1.PodGroup) int32 {
+	if pg.Spec.Priority != nil {
+		return *pg.Spec.Priority
+	}
+	return 0
+}
+
+// releasePatch is the patch that releases a pod: the gate comes off and, with
+// capacity-aware admission, the pod is pinned to its node in the same patch.
+func releasePatch(node string) func(*corev1.Pod) ([]byte, bool) {
+	return func(p *corev1.Pod) ([]byte, bool) {
+		ops, ok := removeGateOps(p)
+		if !ok {
+			return nil, false
+		}
+		if node != "" && capacity.PinnedNode(p) != node {
+			ops = append(ops, pinOps(p, node)...)
+		}
+		return jsonpatch.Marshal(ops), true
+	}
+}
+
+// checkStalled is step 7b, the honest limit of capacity-aware admission: a
+// pod Muster does not manage can take capacity reserved for a released pod
+// before the scheduler binds it. A released, pinned pod that the scheduler
+// has found unschedulable for longer than StalledTimeout sets Stalled=True,
+// naming the pods; the condition goes False once none is. It returns when to
+// look again.
+func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) time.Duration {
+	var stalled []string
+	var next time.Duration
+	for _, p := range pods {
+		node := capacity.PinnedNode(p)
+		if node == "" || p.Spec.NodeName != "" || hasGate(p) || isTerminal(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		since, msg, ok := capacity.Unschedulable(p)
+		if !ok {
+			continue
+		}
+		if left := since.Add(c.cfg.StalledTimeout).Sub(now); left > 0 {
+			next = soonest(next, left)
+			continue
+		}
+		if len(stalled) < 5 {
+			stalled = append(stalled, fmt.Sprintf("pod %s on node %s: %s", p.Name, node, msg))
+		} else if len(stalled) == 5 {
+			stalled = append(stalled, "…")
+		}
+	}
+	old := isStalled(pg)
+	switch {
+	case len(stalled) > 0:
+		msg := truncate(fmt.Sprintf("released pods stay unschedulable on the nodes reserved for them for over %s; capacity was likely taken by pods "+
+			"Muster does not manage. Delete a stalled pod to have it placed again: %v", c.cfg.StalledTimeout, stalled))
+		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionTrue, condReasonReservedCapacityTaken, msg, now)
+		if !old {
+			c.recorder.Event(pg, corev1.EventTypeWarning, reasonStalled, msg)
+		}
+	case old:
+		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "no released pod is stuck on its reserved node", now)
+	}
+	return next
+}
+
+func isStalled(pg *v1alpha1.PodGroup) bool {
+	for _, c := range pg.Status.Conditions {
+		if c.Type == v1alpha1.ConditionStalled {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// maxConditionMessage is the API's limit on a condition's message.
+const maxConditionMessage = 32768
+
+// truncate keeps a condition message within the API's limit.
+func truncate(s string) string {
+	const max = maxConditionMessage
+	if len(s) <= max {
+		return s
+	}
+	return s[:max-3] + "..."
+}

@@ -1,0 +1,270 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+func capacityMode(c *Config) { c.Admission = AdmissionCapacity }
+
+// capacityHarness is a harness with capacity-aware admission over nodes.
+func capacityHarness(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *harness {
+	t.Helper()
+	for _, n := range nodes {
+		objs = append(objs, n)
+	}
+	return newHarness(t, capacityMode, objs...)
+}
+
+// admitRound is what happens when a gang completes: its sync offers it, an
+// admission cycle decides, and the sync that the decision queues carries it out.
+func (h *harness) admitRound() {
+	h.t.Helper()
+	h.sync()
+	h.c.admitCycle()
+	h.observe()
+	h.sync()
+}
+
+func placedNodes(pg *v1alpha1.PodGroup) map[string]string {
+	out := map[string]string{}
+	for _, p := range pg.Status.Placements {
+		out[p.Pod] = p.Node
+	}
+	return out
+}
+
+func TestCapacityAdmission(t *testing.T) {
+	type want struct {
+		admitted   metav1.ConditionStatus
+		reason     string
+		msg        string // substring of the Admitted message
+		released   []string
+		placements int
+	}
+	tests := []struct {
+		name  string
+		nodes []*corev1.Node
+		objs  []runtime.Object
+		want  want
+	}{
+		{
+			name:  "a gang that fits is placed, recorded, pinned and released",
+			nodes: []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")},
+			objs:  objects(newGroup(3), pods("p", 3, requests("4"))...),
+			want:  want{admitted: metav1.ConditionTrue, reason: condReasonGangFits, released: []string{"p-0", "p-1", "p-2"}, placements: 3},
+		},
+		{
+			name:  "a gang that does not fit waits whole and says what is short",
+			nodes: []*corev1.Node{newNode("n1", "8"), newNode("n2", "8"), newNode("n3", "8")},
+			objs: append(objects(newGroup(3), pods("p", 3, requests("6"))...),
+				newPod("x", inGroup("other"), running, onNode("n3"), requests("4"))),
+			want: want{admitted: metav1.ConditionFalse, reason: capacity.ReasonInsufficientCapacity,
+				msg: "3 pods requesting cpu 6 each, 2 fit: the 3 eligible nodes have room for 1, 1, 0 of them (short of cpu)"},
+		},
+		{
+			name:  "a gang larger than the idle cluster says it can never fit",
+			nodes: []*corev1.Node{newNode("n1", "4")},
+			objs:  objects(newGroup(2), pods("p", 2, requests("4"))...),
+			want:  want{admitted: metav1.ConditionFalse, reason: capacity.ReasonExceedsCluster, msg: "can never fit"},
+		},
+		{
+			name:  "pods beyond minCount that fit go with the gang",
+			nodes: []*corev1.Node{newNode("n1", "8")},
+			objs:  objects(newGroup(2), pods("p", 3, requests("2"))...),
+			want:  want{admitted: metav1.ConditionTrue, reason: condReasonGangFits, released: []string{"p-0", "p-1", "p-2"}, placements: 3},
+		},
+		{
+			name:  "pods beyond minCount that do not fit wait, still gated",
+			nodes: []*corev1.Node{newNode("n1", "8")},
+			objs:  objects(newGroup(2), pods("p", 3, requests("4"))...),
+			want:  want{admitted: metav1.ConditionTrue, reason: condReasonGangFits, released: []string{"p-0", "p-1"}, placements: 2},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := capacityHarness(t, tc.nodes, tc.objs...)
+			h.admitRound()
+			pg := h.group()
+			c := cond(pg, v1alpha1.ConditionAdmitted)
+			if c == nil || c.Status != tc.want.admitted || c.Reason != tc.want.reason || !strings.Contains(c.Message, tc.want.msg) {
+				t.Fatalf("Admitted = %+v, want %s/%s with %q", c, tc.want.admitted, tc.want.reason, tc.want.msg)
+			}
+			if got := len(pg.Status.Placements); got != tc.want.placements {
+				t.Errorf("%d placements recorded, want %d", got, tc.want.placements)
+			}
+			patches := h.podPatches()
+			if len(patches) != len(tc.want.released) {
+				t.Errorf("patched %d pods, want %d: %v", len(patches), len(tc.want.released), patches)
+			}
+			nodes := placedNodes(pg)
+			for _, name := range tc.want.released {
+				if len(patches[name]) != 1 {
+					t.Errorf("pod %s got %d patches, want 1 that pins and ungates", name, len(patches[name]))
+				}
+				p := h.pod(name)
+				if hasGate(p) {
+					t.Errorf("pod %s still gated", name)
+				}
+				if got := capacity.PinnedNode(p); got == "" || got != nodes[name] {
+					t.Errorf("pod %s pinned to %q, want the recorded %q", name, got, nodes[name])
+				}
+			}
+		})
+	}
+}
+
+// TestCapacityAdmissionWritesBeforePatching: the placements are in the
+// status write that admits, and that write comes before any pod patch.
+func TestCapacityAdmissionWritesBeforePatching(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("1"))...)...)
+	h.admitRound()
+	writes := h.statusWrites()
+	admitting := -1
+	for k, w := range writes {
+		if isAdmitted(w) {
+			admitting = k
+			break
+		}
+	}
+	if admitting < 0 || len(writes[admitting].Status.Placements) != 2 {
+		t.Fatalf("no status write admits the gang with its 2 placements")
+	}
+	// The k-th status update among the calls is writes[k].
+	calls := h.mutations()
+	firstPatch, admitCall, seen := -1, -1, 0
+	for i, c := range calls {
+		if strings.Contains(c, "pods") && strings.HasPrefix(c, "patch") && firstPatch < 0 {
+			firstPatch = i
+		}
+		if strings.Contains(c, "podgroups") && strings.Contains(c, "status") {
+			if seen == admitting {
+				admitCall = i
+			}
+			seen++
+		}
+	}
+	if firstPatch < 0 || admitCall < 0 || admitCall > firstPatch {
+		t.Fatalf("calls %v: want the admitting status write before the first pod patch", calls)
+	}
+}
+
+// TestCapacityResumesRecordedPlacement: a controller that restarts after the
+// admission write carries out the recorded placement, with no new cycle.
+func TestCapacityResumesRecordedPlacement(t *testing.T) {
+	pg := admitted(2, func(pg *v1alpha1.PodGroup) {
+		pg.Status.Placements = []v1alpha1.PodPlacement{{Pod: "p-0", UID: "uid-p-0", Node: "n2"}, {Pod: "p-1", UID: "uid-p-1", Node: "n1"}}
+	})
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")}, objects(pg, pods("p", 2, requests("1"))...)...)
+	h.sync()
+	for name, node := range map[string]string{"p-0": "n2", "p-1": "n1"} {
+		if p := h.pod(name); hasGate(p) || capacity.PinnedNode(p) != node {
+			t.Errorf("pod %s: gated=%v pinned to %q, want released on the recorded %s", name, hasGate(p), capacity.PinnedNode(p), node)
+		}
+	}
+	// Once the pods show released, the placements are pruned.
+	h.step(2 * time.Second)
+	if n := len(h.group().Status.Placements); n != 0 {
+		t.Errorf("%d placements left after every pod was released, want 0", n)
+	}
+}
+
+// TestCapacityReservationsAreNotOfferedTwice: the placements a group records
+// reserve their nodes, so a second gang does not get the same capacity
+// before the first is bound.
+func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
+	pg := admitted(2, func(pg *v1alpha1.PodGroup) {
+		pg.Status.Placements = []v1alpha1.PodPlacement{{Pod: "a-0", UID: "uid-a-0", Node: "n1"}, {Pod: "a-1", UID: "uid-a-1", Node: "n1"}}
+	})
+	other := newGroup(2, func(g *v1alpha1.PodGroup) { g.Name = "b"; g.UID = "uid-b" })
+	objs := objects(pg, pods("a", 2, requests("4"))...)
+	objs = append(objs, other)
+	for _, p := range pods("b", 2, requests("4"), inGroup("b")) {
+		objs = append(objs, p)
+	}
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objs...)
+	if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
+		t.Fatal(err)
+	}
+	h.c.admitCycle()
+	v, ok := h.c.admission.waitReason(testNS + "/b")
+	if !ok || v.Reason != capacity.ReasonInsufficientCapacity {
+		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity behind the reservation", v)
+	}
+}
+
+// TestCapacityJoinerPlacedAndPinned: a pod that joins an admitted group is
+// placed by the next cycle, recorded, then pinned and released.
+func TestCapacityJoinerPlacedAndPinned(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")},
+		objects(admitted(1), newPod("p-0", running, onNode("n1"), requests("2")), newPod("p-1", requests("2")))...)
+	h.admitRound()
+	p := h.pod("p-1")
+	if hasGate(p) || capacity.PinnedNode(p) != "n1" {
+		t.Fatalf("joiner: gated=%v pinned to %q, want released on n1", hasGate(p), capacity.PinnedNode(p))
+	}
+}
+
+// TestCapacityStaleDecisionIsPlacedAgain: a pod of the decision was deleted
+// before the sync carried it out, leaving the gang short: nothing is
+// released, and the gang is offered again.
+func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("1"))...)...)
+	h.sync()
+	h.c.admitCycle()
+	h.deletePod("p-1")
+	h.addPod(newPod("p-2", requests("1")))
+	h.observe()
+	h.sync()
+	if len(h.podPatches()) != 0 {
+		t.Fatalf("released pods from a decision that no longer holds: %v", h.podPatches())
+	}
+	h.c.admitCycle()
+	h.observe()
+	h.sync()
+	for _, n := range []string{"p-0", "p-2"} {
+		if p := h.pod(n); hasGate(p) || capacity.PinnedNode(p) != "n1" {
+			t.Errorf("pod %s: gated=%v pinned to %q, want released on n1", n, hasGate(p), capacity.PinnedNode(p))
+		}
+	}
+}
+
+// TestCapacityStalled: a released pod the scheduler cannot bind on its
+// reserved node for longer than the timeout makes the group Stalled, with
+// an event; once it is bound, Stalled goes False.
+func TestCapacityStalled(t *testing.T) {
+	unschedulable := func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.NewTime(t0)}}
+	}
+	pinned := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{capacity.PinRequirement("n1")}}}}}}
+	}
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(admitted(1), newPod("p-0", ungated, pinned, unschedulable, requests("2")))...)
+	if after := h.sync(); after <= 0 || after > time.Minute {
+		t.Errorf("sync asked to look again after %s, want within the stalled timeout", after)
+	}
+	if c := cond(h.group(), v1alpha1.ConditionStalled); c != nil {
+		t.Fatalf("Stalled set before the timeout: %+v", c)
+	}
+	h.step(time.Minute + time.Second)
+	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionTrue, condReasonReservedCapacityTaken, "")
+	if ev := h.events(); len(ev) == 0 || !strings.Contains(strings.Join(ev, "\n"), "Warning Stalled") {
+		t.Errorf("events %v, want a Stalled warning", ev)
+	}
+	p := h.pod("p-0")
+	p.Spec.NodeName = "n1"
+	p.Status.Conditions = nil
+	h.setPod(p)
+	h.step(time.Second)
+	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "")
+}
