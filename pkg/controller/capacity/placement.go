@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"container/heap"
 	"fmt"
 	"maps"
 	"math"
@@ -72,11 +73,6 @@ func (s *Snapshot) Place(pods []*corev1.Pod) Result {
 	for _, sh := range groupShapes(pods) {
 		var why exclusions
 		eligible := s.eligible(sh, &why)
-		type slot struct {
-			node  int
-			room  int64
-			score float64
-		}
 		slots := make([]slot, 0, len(eligible))
 		rooms := make([]int64, 0, len(eligible))
 		limits := map[corev1.ResourceName]int{}
@@ -96,14 +92,14 @@ func (s *Snapshot) Place(pods []*corev1.Pod) Result {
 			}
 			slots = append(slots, slot{node: i, room: room, score: fullness(sh.req, ns.Allocatable, requested)})
 		}
-		sort.Slice(slots, func(a, b int) bool {
-			if slots[a].score != slots[b].score {
-				return slots[a].score > slots[b].score
-			}
-			return s.Nodes[slots[a].node].Name() < s.Nodes[slots[b].node].Name()
-		})
+		// The fullest node first; the snapshot is sorted by name, so the
+		// index breaks ties by name. A heap, not a sort: a gang usually
+		// needs a few nodes out of thousands.
+		h := slotHeap(slots)
+		heap.Init(&h)
 		next := 0
-		for _, sl := range slots {
+		for h.Len() > 0 && next < len(sh.pods) {
+			sl := heap.Pop(&h).(slot)
 			for k := int64(0); k < sl.room && next < len(sh.pods); k++ {
 				res.Assignments = append(res.Assignments, Assignment{Pod: sh.pods[next], Node: s.Nodes[sl.node].Name(), node: sl.node, req: sh.req})
 				a := added[sl.node]
@@ -134,6 +130,33 @@ func (s *Snapshot) Commit(r Result) {
 		ns.Requested.Add(a.req)
 		ns.Pods++
 	}
+}
+
+// slot is a node a shape fits on: how many of its pods, and how full the
+// node would be with one.
+type slot struct {
+	node  int
+	room  int64
+	score float64
+}
+
+// slotHeap pops the fullest node first, then the first by name.
+type slotHeap []slot
+
+func (h slotHeap) Len() int { return len(h) }
+func (h slotHeap) Less(i, j int) bool {
+	if h[i].score != h[j].score {
+		return h[i].score > h[j].score
+	}
+	return h[i].node < h[j].node
+}
+func (h slotHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *slotHeap) Push(x any)   { *h = append(*h, x.(slot)) }
+func (h *slotHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // shape is a set of pods that the filters and the fit check treat alike.

@@ -1,7 +1,7 @@
 package capacity
 
 import (
-	"sort"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +26,8 @@ type Tracker struct {
 
 	mu    sync.RWMutex
 	nodes map[string]*Node
+	// order is the node names, sorted, so that a snapshot needs no sort.
+	order []string
 	used  map[string]*usage
 	// unmanaged holds one compact entry per bound pod without the group label.
 	unmanaged map[types.UID]holding
@@ -79,6 +81,10 @@ func (t *Tracker) SetNode(n *corev1.Node) {
 	node := NewNode(n)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, known := t.nodes[n.Name]; !known {
+		i, _ := slices.BinarySearch(t.order, n.Name)
+		t.order = slices.Insert(t.order, i, n.Name)
+	}
 	t.nodes[n.Name] = node
 }
 
@@ -87,6 +93,11 @@ func (t *Tracker) SetNode(n *corev1.Node) {
 func (t *Tracker) RemoveNode(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, known := t.nodes[name]; known {
+		if i, found := slices.BinarySearch(t.order, name); found {
+			t.order = slices.Delete(t.order, i, i+1)
+		}
+	}
 	delete(t.nodes, name)
 }
 
@@ -359,16 +370,15 @@ func (t *Tracker) intern(node string) string {
 func (t *Tracker) Snapshot() *Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s := &Snapshot{Nodes: make([]NodeState, 0, len(t.nodes))}
-	for name, n := range t.nodes {
-		ns := NodeState{Node: n}
+	s := &Snapshot{Nodes: make([]NodeState, len(t.order))}
+	for i, name := range t.order {
+		ns := NodeState{Node: t.nodes[name]}
 		if u := t.used[name]; u != nil {
 			ns.Requested = u.requested.Clone()
 			ns.Pods = u.pods
 		}
-		s.Nodes = append(s.Nodes, ns)
+		s.Nodes[i] = ns
 	}
-	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name() < s.Nodes[j].Name() })
 	return s
 }
 
