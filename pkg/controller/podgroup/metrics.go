@@ -29,8 +29,9 @@ type controllerMetrics struct {
 }
 
 type groupGauge struct {
-	phase string
-	gated int32
+	phase   string
+	gated   int32
+	stalled bool
 }
 
 var metrics = newControllerMetrics()
@@ -83,24 +84,31 @@ func newControllerMetrics() *controllerMetrics {
 func (m *controllerMetrics) observeGroup(key string, pg *v1alpha1.PodGroup) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.move(key, groupGauge{phase: string(pg.Status.Phase), gated: pg.Status.Gated})
+	m.move(key, &groupGauge{phase: string(pg.Status.Phase), gated: pg.Status.Gated, stalled: isStalled(pg)})
 }
 
 // forgetGroup drops a deleted group from the gauge.
 func (m *controllerMetrics) forgetGroup(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.move(key, groupGauge{})
+	m.move(key, nil)
 }
 
-func (m *controllerMetrics) move(key string, now groupGauge) {
+// move replaces a group's share of the gauges; nil removes the group.
+func (m *controllerMetrics) move(key string, now *groupGauge) {
 	if old, ok := m.groups[key]; ok {
 		m.gatedPods.WithLabelValues(old.phase).Add(-float64(old.gated))
+		if old.stalled {
+			m.stalledGroups.Dec()
+		}
 	}
-	if now.phase == "" {
+	if now == nil {
 		delete(m.groups, key)
 		return
 	}
-	m.groups[key] = now
+	if now.stalled {
+		m.stalledGroups.Inc()
+	}
+	m.groups[key] = *now
 	m.gatedPods.WithLabelValues(now.phase).Add(float64(now.gated))
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
@@ -250,6 +251,14 @@ func TestCapacityStalled(t *testing.T) {
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{capacity.PinRequirement("n1")}}}}}}
 	}
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(admitted(1), newPod("p-0", ungated, pinned, unschedulable, requests("2")))...)
+	stalledGauge := func() float64 {
+		v, err := testutil.GetGaugeMetricValue(metrics.stalledGroups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := stalledGauge()
 	if after := h.sync(); after <= 0 || after > time.Minute {
 		t.Errorf("sync asked to look again after %s, want within the stalled timeout", after)
 	}
@@ -261,10 +270,16 @@ func TestCapacityStalled(t *testing.T) {
 	if ev := h.events(); len(ev) == 0 || !strings.Contains(strings.Join(ev, "\n"), "Warning Stalled") {
 		t.Errorf("events %v, want a Stalled warning", ev)
 	}
+	if got := stalledGauge(); got != before+1 {
+		t.Errorf("muster_podgroups_stalled = %v, want %v", got, before+1)
+	}
 	p := h.pod("p-0")
 	p.Spec.NodeName = "n1"
 	p.Status.Conditions = nil
 	h.setPod(p)
 	h.step(time.Second)
 	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "")
+	if got := stalledGauge(); got != before {
+		t.Errorf("muster_podgroups_stalled = %v after the pod was bound, want %v", got, before)
+	}
 }
