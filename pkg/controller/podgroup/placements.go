@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -222,12 +223,7 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now
 }
 
 func isStalled(pg *v1alpha1.PodGroup) bool {
-	for _, c := range pg.Status.Conditions {
-		if c.Type == v1alpha1.ConditionStalled {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
+	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionStalled)
 }
 
 // maxConditionMessage is the API's limit on a condition's message.
