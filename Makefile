@@ -28,6 +28,7 @@ E2E_OLDEST_TESTS := \
 	TestSchedulingGateHoldsPod \
 	TestGroupGates \
 	TestInvalidAnnotations \
+	TestMusterAdmissionChain \
 	TestUntouchedPods \
 	TestWorkloadTemplatePolicy
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
