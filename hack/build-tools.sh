@@ -27,7 +27,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
 ALL_TOOLS=(etcd kwok kube-apiserver kube-scheduler kubectl)
-KUBE_TOOLS=(kube-apiserver kube-scheduler kubectl)
 SHARED_TOOLS=(etcd kwok)
 
 # module_field prints a template field (.Version, .Time...) of a module
