@@ -22,6 +22,7 @@ E2E_OLDEST_TESTS := \
 	TestKubeVersion \
 	TestAPIServiceAvailable \
 	TestDelegatedAuthorization \
+	TestArtifactsDryRun \
 	TestGangOfEight \
 	TestRunningPodDeleted \
 	TestGroupDeletedWhilePodsRun \
