@@ -7,12 +7,39 @@ OUT   := $(CURDIR)/_out
 GO    ?= go
 GOFLAGS_TEST ?= -count=1
 
+# The Kubernetes release of the local cluster (make run, make e2e, make
+# tools): empty means the newest supported, pinned in hack/tools/go.mod and
+# built into bin/; any other needs a module hack/tools/kube-<version>/ and is
+# built into bin/kube-<version>/. `hack/build-tools.sh --list-versions`.
+KUBE_VERSION ?=
+KUBE_BIN = $(shell KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh --print-bin-dir)
+
+# The oldest supported release. `make test` runs the whole e2e suite on the
+# newest and the core gang scenarios, E2E_OLDEST_RUN, on this one. Add a test
+# to the list to have it proven on the oldest release too.
+OLDEST_KUBE_VERSION := 1.30.14
+E2E_OLDEST_TESTS := \
+	TestKubeVersion \
+	TestAPIServiceAvailable \
+	TestDelegatedAuthorization \
+	TestArtifactsDryRun \
+	TestGangOfEight \
+	TestRunningPodDeleted \
+	TestGroupDeletedWhilePodsRun \
+	TestSchedulingGateHoldsPod \
+	TestGroupGates \
+	TestInvalidAnnotations \
+	TestMusterAdmissionChain \
+	TestUntouchedPods \
+	TestWorkloadTemplatePolicy
+E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
+
 # Test timeouts sized for a 2-core machine.
 UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build tools run run-standalone test verify unit integration e2e bench codegen clean help
+.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest bench codegen clean help
 
 all: build
 
@@ -22,16 +49,16 @@ help: ## List the targets.
 build: ## Build bin/muster-apiserver.
 	$(GO) build -o $(BIN)/muster-apiserver ./cmd/muster-apiserver
 
-tools: ## Build kube-apiserver, kube-scheduler, kubectl, etcd and kwok into bin/ (only what changed).
-	hack/build-tools.sh
+tools: ## Build kube-apiserver, kube-scheduler, kubectl (of KUBE_VERSION), etcd and kwok (only what changed).
+	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
-run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it.
-	$(GO) run ./hack/localcluster --bin-dir=$(BIN) --out=$(OUT) $(RUN_ARGS)
+run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release.
+	$(GO) run ./hack/localcluster --bin-dir=$(KUBE_BIN) --muster-binary=$(BIN)/muster-apiserver --out=$(OUT) $(RUN_ARGS)
 
 run-standalone: build ## Serve the API alone on loopback, with no cluster.
 	$(BIN)/muster-apiserver --standalone --data-dir=$(OUT)/standalone --secure-port=8443
 
-test: verify unit integration e2e ## Everything CI runs.
+test: verify unit integration e2e e2e-oldest ## Everything CI runs.
 
 verify: ## gofmt, go vet, and generated code up to date.
 	@out="$$(gofmt -l cmd pkg test hack)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -44,8 +71,16 @@ unit: ## Unit tests of pure logic.
 integration: ## The server in-process on an embedded etcd.
 	$(GO) test $(GOFLAGS_TEST) -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
-e2e: build tools ## A real kube-apiserver, kube-scheduler and kwok with Muster aggregated in.
-	MUSTER_BIN_DIR=$(BIN) $(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) ./test/cluster/... ./test/e2e/...
+e2e: build tools ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in.
+	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
+	MUSTER_KUBE_VERSION=$(shell KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh --print-version) \
+		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) ./test/cluster/... ./test/e2e/...
+
+e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest supported release, OLDEST_KUBE_VERSION.
+	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
+	MUSTER_BIN_DIR=$(shell KUBE_VERSION=$(OLDEST_KUBE_VERSION) hack/build-tools.sh --print-bin-dir) \
+	MUSTER_BINARY=$(BIN)/muster-apiserver MUSTER_KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
+		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) -run '$(E2E_OLDEST_RUN)' ./test/e2e/...
 
 bench: ## Benchmarks of the controller's hot paths; they print numbers, they assert nothing about speed.
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/controller/...

@@ -1,26 +1,100 @@
 #!/usr/bin/env bash
 # Builds the binaries that the local cluster harness (test/cluster) runs:
-# kube-apiserver, kube-scheduler, kubectl, etcd and kwok, into bin/.
+# kube-apiserver, kube-scheduler, kubectl, etcd and kwok.
 #
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
 # module's go.mod/go.sum) changed since the last build, which a stamp file
-# bin/.<tool>.version records.
+# <bin dir>/.<tool>.version records.
+#
+# KUBE_VERSION picks the Kubernetes release of kube-apiserver, kube-scheduler
+# and kubectl. The default, the newest supported, is pinned in
+# hack/tools/go.mod and built into bin/. Any other supported release has a
+# module of its own, hack/tools/kube-<version>/, and is built into
+# bin/kube-<version>/, so each version is cached apart. etcd and kwok work
+# with every supported release: they are built once into bin/, and each
+# version's directory links to them, so that directory alone holds all five.
 #
 # Usage: hack/build-tools.sh [tool...]   (default: all tools)
-# Environment: BIN_DIR (default <repo>/bin), FORCE=1 to rebuild regardless.
+#        hack/build-tools.sh --print-bin-dir   (the directory for KUBE_VERSION)
+#        hack/build-tools.sh --print-version   (KUBE_VERSION, or the default)
+#        hack/build-tools.sh --list-versions   (the supported KUBE_VERSIONs)
+# Environment: KUBE_VERSION (default: the newest), BIN_DIR (default
+# <repo>/bin), FORCE=1 to rebuild regardless.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
 ALL_TOOLS=(etcd kwok kube-apiserver kube-scheduler kubectl)
+SHARED_TOOLS=(etcd kwok)
 
 # module_field prints a template field (.Version, .Time...) of a module
 # required by the tools module in directory $1.
 module_field() {
   local dir=$1 module=$2 field=$3
   (cd "${dir}" && go list -m -f "{{${field}}}" "${module}")
+}
+
+# default_kube_version prints the release pinned in hack/tools/go.mod,
+# without the leading v.
+default_kube_version() {
+  local v
+  v="$(module_field "${TOOLS_DIR}" k8s.io/kubernetes .Version)"
+  echo "${v#v}"
+}
+
+# kube_version prints the requested release: KUBE_VERSION, with or without
+# a leading v, else the default.
+kube_version() {
+  local v="${KUBE_VERSION:-}"
+  v="${v#v}"
+  if [[ -z "${v}" ]]; then
+    v="$(default_kube_version)"
+  fi
+  echo "${v}"
+}
+
+# supported_versions lists every release that has a tools module.
+supported_versions() {
+  local dir
+  default_kube_version
+  for dir in "${TOOLS_DIR}"/kube-*/; do
+    [[ -f "${dir}go.mod" ]] && basename "${dir}" | sed 's/^kube-//'
+  done
+}
+
+# kube_module_dir prints the tools module of release $1, or fails naming
+# the supported ones.
+kube_module_dir() {
+  local version=$1
+  if [[ "${version}" == "$(default_kube_version)" ]]; then
+    echo "${TOOLS_DIR}"
+    return
+  fi
+  local dir="${TOOLS_DIR}/kube-${version}"
+  if [[ ! -f "${dir}/go.mod" ]]; then
+    echo "KUBE_VERSION=${version} is not supported; supported: $(supported_versions | tr '\n' ' ')(see hack/tools/README.md to add one)" >&2
+    return 1
+  fi
+  local pinned
+  pinned="$(module_field "${dir}" k8s.io/kubernetes .Version)"
+  if [[ "${pinned}" != "v${version}" ]]; then
+    echo "${dir}/go.mod pins k8s.io/kubernetes ${pinned}, not v${version}" >&2
+    return 1
+  fi
+  echo "${dir}"
+}
+
+# kube_bin_dir prints where release $1's binaries go: BIN_DIR for the
+# default, BIN_DIR/kube-<version> for any other.
+kube_bin_dir() {
+  local version=$1
+  if [[ "${version}" == "$(default_kube_version)" ]]; then
+    echo "${BIN_DIR}"
+  else
+    echo "${BIN_DIR}/kube-${version}"
+  fi
 }
 
 # fingerprint identifies everything that decides what a module builds.
@@ -46,10 +120,10 @@ kube_ldflags() {
   echo "-s -w ${flags[*]}"
 }
 
-# build_tool <name> <module dir> <package> <version> <ldflags>
+# build_tool <bin dir> <name> <module dir> <package> <version> <ldflags>
 build_tool() {
-  local name=$1 dir=$2 pkg=$3 version=$4 ldflags=$5
-  local out="${BIN_DIR}/${name}" stamp="${BIN_DIR}/.${name}.version"
+  local bin=$1 name=$2 dir=$3 pkg=$4 version=$5 ldflags=$6
+  local out="${bin}/${name}" stamp="${bin}/.${name}.version"
   local want
   want="${version} $(fingerprint "${dir}")"
   if [[ -z "${FORCE:-}" && -x "${out}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
@@ -64,22 +138,23 @@ build_tool() {
   echo "built ${out} in $((SECONDS - start))s"
 }
 
+# build <tool> <kube module dir> <kube bin dir>
 build() {
-  local tool=$1 version date
+  local tool=$1 kube_dir=$2 kube_bin=$3 version date
   case "${tool}" in
   kube-apiserver | kube-scheduler | kubectl)
-    version="$(module_field "${TOOLS_DIR}" k8s.io/kubernetes .Version)"
-    date="$(module_field "${TOOLS_DIR}" k8s.io/kubernetes '.Time.UTC.Format "2006-01-02T15:04:05Z"')"
-    build_tool "${tool}" "${TOOLS_DIR}" "k8s.io/kubernetes/cmd/${tool}" "${version}" \
+    version="$(module_field "${kube_dir}" k8s.io/kubernetes .Version)"
+    date="$(module_field "${kube_dir}" k8s.io/kubernetes '.Time.UTC.Format "2006-01-02T15:04:05Z"')"
+    build_tool "${kube_bin}" "${tool}" "${kube_dir}" "k8s.io/kubernetes/cmd/${tool}" "${version}" \
       "$(kube_ldflags "${version}" "${date}")"
     ;;
   etcd)
     version="$(module_field "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3 .Version)"
-    build_tool etcd "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3 "${version}" "-s -w"
+    build_tool "${BIN_DIR}" etcd "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3 "${version}" "-s -w"
     ;;
   kwok)
     version="$(module_field "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok .Version)"
-    build_tool kwok "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok "${version}" \
+    build_tool "${BIN_DIR}" kwok "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok "${version}" \
       "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}"
     ;;
   *)
@@ -89,16 +164,46 @@ build() {
   esac
 }
 
+# link_shared makes the shared tools visible in a version's bin dir.
+link_shared() {
+  local kube_bin=$1 tool
+  [[ "${kube_bin}" == "${BIN_DIR}" ]] && return
+  for tool in "${SHARED_TOOLS[@]}"; do
+    ln -sfn "../${tool}" "${kube_bin}/${tool}"
+  done
+}
+
 main() {
-  mkdir -p "${BIN_DIR}"
+  local version kube_dir kube_bin
+  version="$(kube_version)"
+  case "${1:-}" in
+  --list-versions)
+    supported_versions
+    return
+    ;;
+  --print-bin-dir)
+    kube_module_dir "${version}" >/dev/null
+    kube_bin_dir "${version}"
+    return
+    ;;
+  --print-version)
+    kube_module_dir "${version}" >/dev/null
+    echo "${version}"
+    return
+    ;;
+  esac
+  kube_dir="$(kube_module_dir "${version}")"
+  kube_bin="$(kube_bin_dir "${version}")"
+  mkdir -p "${BIN_DIR}" "${kube_bin}"
   local tools=("$@")
   if [[ ${#tools[@]} -eq 0 ]]; then
     tools=("${ALL_TOOLS[@]}")
   fi
   # One at a time: each build already uses every core.
   for tool in "${tools[@]}"; do
-    build "${tool}"
+    build "${tool}" "${kube_dir}" "${kube_bin}"
   done
+  link_shared "${kube_bin}"
 }
 
 main "$@"

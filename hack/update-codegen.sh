@@ -9,7 +9,14 @@ set -o pipefail
 SCRIPT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "${SCRIPT_ROOT}"
 THIS_PKG="github.com/muster-dev/muster"
+# `go list -m` prints an empty Dir for a module that is not in the module
+# cache yet (a fresh machine), so download it first.
+go mod download k8s.io/code-generator
 CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+if [[ -z "${CODEGEN_PKG}" || ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
+    echo "cannot find k8s.io/code-generator in the module cache (got '${CODEGEN_PKG}')" >&2
+    exit 1
+fi
 BOILERPLATE="${SCRIPT_ROOT}/hack/boilerplate.go.txt"
 
 # shellcheck source=/dev/null

@@ -47,12 +47,12 @@ func run() error {
 	flag.IntVar(&opts.NodePods, "node-pods", 110, "pod capacity of each node")
 	flag.StringVar(&out, "out", "_out", "work dir for certificates, kubeconfig, etcd data and logs")
 	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory with etcd, kube-apiserver, kube-scheduler, kwok and kubectl")
-	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
+	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable)")
 	flag.Var(&manifests, "muster-manifest", "YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
 	flag.Parse()
 	if !flagSet("muster-binary") {
-		opts.MusterBinary = filepath.Join(opts.BinDir, "muster-apiserver")
+		opts.MusterBinary = cluster.DefaultMusterBinary(opts.BinDir)
 	}
 	opts.WorkDir = out
 	opts.MusterArgs = musterArg
@@ -76,6 +76,9 @@ func run() error {
 		return err
 	}
 	defer releaseLock(lock)
+	if err := linkBinDir(opts.BinDir, out); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -95,6 +98,24 @@ func run() error {
 	return nil
 }
 
+// linkBinDir points <out>/bin at the control plane's bin dir, so that one
+// `export PATH=$PWD/_out/bin:$PATH` finds the kubectl of the running
+// release, whichever KUBE_VERSION make run was given.
+func linkBinDir(binDir, out string) error {
+	abs, err := filepath.Abs(binDir)
+	if err != nil {
+		return fmt.Errorf("resolving bin dir: %w", err)
+	}
+	link := filepath.Join(out, "bin")
+	if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("replacing %s: %w", link, err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		return fmt.Errorf("linking %s to %s: %w", link, abs, err)
+	}
+	return nil
+}
+
 // flagSet reports whether a flag was given on the command line.
 func flagSet(name string) bool {
 	set := false
@@ -106,7 +127,7 @@ func flagSet(name string) bool {
 func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.Duration) {
 	kubeconfig := filepath.Join(out, "kubeconfig")
 	kubectl := filepath.Join(opts.BinDir, cluster.KubectlBinary)
-	fmt.Printf("\nlocal cluster is up after %s: kube-apiserver %s, %d kwok nodes\n", took.Round(time.Second), c.APIServerURL, opts.Nodes)
+	fmt.Printf("\nlocal cluster is up after %s: kube-apiserver %s (Kubernetes v%s), %d kwok nodes\n", took.Round(time.Second), c.APIServerURL, c.KubeVersion, opts.Nodes)
 	if c.MusterURL != "" {
 		fmt.Printf("muster-apiserver %s, registered as APIService %s\n", c.MusterURL, cluster.MusterAPIServiceName)
 	}
@@ -118,7 +139,7 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 		fmt.Printf("  %s --kubeconfig %s api-resources --api-group=%s\n", kubectl, kubeconfig, cluster.MusterGroup)
 	}
 	fmt.Printf("  %s --kubeconfig %s run demo --image=busybox --restart=Never --annotations=%s=30s\n", kubectl, kubeconfig, cluster.RunForAnnotation)
-	fmt.Printf("\nor, with the kubectl that make run built on your PATH:\n  export PATH=%s:$PATH KUBECONFIG=%s\n  kubectl get pg -A\n", opts.BinDir, kubeconfig)
+	fmt.Printf("\nor, with the kubectl that make run built on your PATH:\n  export PATH=%s:$PATH KUBECONFIG=%s\n  kubectl get pg -A\n", filepath.Join(out, "bin"), kubeconfig)
 	fmt.Printf("logs: %s/{etcd,kube-apiserver,kube-scheduler,kwok,muster-apiserver}.log\n", filepath.Join(out, "logs"))
 	fmt.Printf("press Ctrl-C to stop\n")
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -29,6 +30,8 @@ type Cluster struct {
 	Client kubernetes.Interface
 	// APIServerURL is kube-apiserver's https://127.0.0.1:<port>.
 	APIServerURL string
+	// KubeVersion is the release of kube-apiserver, as it reports it.
+	KubeVersion *version.Version
 	// EtcdURL is etcd's client URL, shared by kube-apiserver and Muster.
 	EtcdURL string
 	// MusterURL is Muster's own https://127.0.0.1:<port>, empty when Muster

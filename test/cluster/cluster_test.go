@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,14 @@ func TestLocalClusterSmoke(t *testing.T) {
 	ctx := t.Context()
 	ns := createNamespace(t, c, "smoke")
 
-	if out, err := c.Kubectl(ctx, "version"); err != nil || !strings.Contains(string(out), "Server Version: v1.37") {
-		t.Errorf("kubectl version = %q, %v; want a v1.37 server", out, err)
+	// The release the binary reports is the one the server runs, and the one
+	// `make e2e` asked for (MUSTER_KUBE_VERSION).
+	want := "v" + c.KubeVersion.String()
+	if requested := os.Getenv("MUSTER_KUBE_VERSION"); requested != "" && want != "v"+requested {
+		t.Errorf("kube-apiserver --version = %s, want v%s (MUSTER_KUBE_VERSION)", want, requested)
+	}
+	if out, err := c.Kubectl(ctx, "version"); err != nil || !strings.Contains(string(out), "Server Version: "+want+"\n") {
+		t.Errorf("kubectl version = %q, %v; want a %s server", out, err, want)
 	}
 
 	t.Run("gated pod is bound once ungated and runs", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 )
 
 // serviceCIDR is the Service range. Nothing routes to it: there is no
@@ -40,7 +41,6 @@ func (c *Cluster) kubeAPIServerArgs(port int) []string {
 		"--requestheader-allowed-names=" + FrontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-uid-headers=X-Remote-Uid",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + pki.FrontProxyCert,
 		"--proxy-client-key-file=" + pki.FrontProxyKey,
@@ -51,12 +51,19 @@ func (c *Cluster) kubeAPIServerArgs(port int) []string {
 		"--enable-aggregator-routing=false",
 		"--allow-privileged=true",
 	}
+	args = append(args, apiServerFlagsFor(c.KubeVersion)...)
 	return append(args, c.opts.APIServerArgs...)
 }
 
 // startKubeAPIServer runs kube-apiserver, waits for /readyz and writes the
 // admin kubeconfig.
 func (c *Cluster) startKubeAPIServer(ctx context.Context) error {
+	v, err := binaryVersion(ctx, c.opts.binary(KubeAPIServerBinary))
+	if err != nil {
+		return fmt.Errorf("finding kube-apiserver's release: %w", err)
+	}
+	c.KubeVersion = v
+	klog.FromContext(ctx).Info("Starting kube-apiserver", "version", v, "versionedFlags", apiServerFlagsFor(v))
 	start := func(ports []int) (*process, error) {
 		return startProcess("kube-apiserver", c.opts.binary(KubeAPIServerBinary), c.kubeAPIServerArgs(ports[0]), c.logDir())
 	}

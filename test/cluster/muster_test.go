@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,7 +17,7 @@ func TestLocalClusterServesMuster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("finding bin dir: %v", err)
 	}
-	muster := filepath.Join(binDir, "muster-apiserver")
+	muster := DefaultMusterBinary(binDir)
 	if _, err := os.Stat(muster); err != nil {
 		t.Skipf("%s not built: %v", muster, err)
 	}

@@ -156,6 +156,17 @@ func DefaultBinDir() (string, error) {
 	return filepath.Join(root, dir), nil
 }
 
+// DefaultMusterBinary returns $MUSTER_BINARY, or muster-apiserver in
+// binDir. `make e2e` sets it when the control plane of another Kubernetes
+// release runs from a directory of its own (bin/kube-<version>/) while
+// muster-apiserver stays in bin/.
+func DefaultMusterBinary(binDir string) string {
+	if path := os.Getenv("MUSTER_BINARY"); path != "" {
+		return path
+	}
+	return filepath.Join(binDir, "muster-apiserver")
+}
+
 // RepoRoot walks up from the working directory to the directory whose
 // go.mod declares the Muster module.
 func RepoRoot() (string, error) {

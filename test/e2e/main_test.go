@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	opts.BinDir = bin
-	opts.MusterBinary = bin + "/muster-apiserver"
+	opts.MusterBinary = cluster.DefaultMusterBinary(bin)
 	if missing := opts.MissingBinaries(); len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: missing %s: run `make e2e`, which builds them\n", strings.Join(missing, ", "))
 		return 1

@@ -2,6 +2,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -124,6 +125,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 
 	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		// Runs after the core API client is set up and before the admission
+		// chain is built: the last moment to drop plugins the cluster cannot serve.
+		if err := gateAdmissionPlugins(context.Background(), o.RecommendedOptions.Admission, c.ClientConfig); err != nil {
+			return nil, err
+		}
 		init, err := admissionInitializer(c.LoopbackClientConfig)
 		if err != nil {
 			return nil, err
