@@ -31,7 +31,13 @@ E2E_OLDEST_TESTS := \
 	TestInvalidAnnotations \
 	TestMusterAdmissionChain \
 	TestUntouchedPods \
-	TestWorkloadTemplatePolicy
+	TestWorkloadTemplatePolicy \
+	TestCapacityTwoGangsDoNotFitTogether \
+	TestCapacityNodeSelector \
+	TestCapacityPriority \
+	TestCapacityFastRelease \
+	TestCapacityLeaderKilledMidRelease \
+	TestCapacityGangLargerThanCluster
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.
