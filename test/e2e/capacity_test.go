@@ -197,7 +197,7 @@ func TestCapacityTwoGangsDoNotFitTogether(t *testing.T) {
 	}
 	createPods(t, ctx, all)
 
-	sawWaiting := false
+	waited := ""
 	done := map[string]bool{}
 	waitFor(t, ctx, "both gangs to finish", func(ctx context.Context) (bool, error) {
 		running := map[string]int{}
@@ -224,15 +224,27 @@ func TestCapacityTwoGangsDoNotFitTogether(t *testing.T) {
 				if !strings.Contains(c.Message, "8 pods requesting cpu 10 each") {
 					t.Errorf("gang %s waiting message %q does not say what is short", g, c.Message)
 				}
-				sawWaiting = true
+				waited = g
 			}
 			done[g] = meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionFinished)
 		}
 		return done["a"] && done["b"], nil
 	})
-	if !sawWaiting {
-		t.Error("neither gang was ever seen waiting with InsufficientCapacity")
+	if waited == "" {
+		t.Fatal("neither gang was ever seen waiting with InsufficientCapacity")
 	}
+	waitFor(t, ctx, "a Waiting event on the gang that did not fit", func(ctx context.Context) (bool, error) {
+		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + waited})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Waiting" && strings.Contains(e.Message, "needs 8 pods placed at once") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	for _, g := range []string{"a", "b"} {
 		pg, _ := getGroup(ctx, ns, g)
 		if pg.Status.Succeeded != 8 || pg.Status.Phase != v1alpha1.PodGroupSucceeded {

@@ -73,9 +73,13 @@ func (c *Controller) withdraw(key string) {
 // the latest count; an event is recorded only when the reason changes, not
 // for every pod that arrives.
 func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
-	old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+	// The old reason is copied: setCondition changes the condition in place.
+	oldReason := ""
+	if old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); old != nil {
+		oldReason = old.Reason
+	}
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
-	if old == nil || old.Reason != reason {
+	if oldReason != reason {
 		c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
 	}
 }

@@ -283,3 +283,30 @@ func TestCapacityStalled(t *testing.T) {
 		t.Errorf("muster_podgroups_stalled = %v after the pod was bound, want %v", got, before)
 	}
 }
+
+// TestWaitingEventPerReason: a group records one Waiting event each time the
+// reason it waits for changes (here from WaitingForPods to
+// InsufficientCapacity), and none while only the message changes.
+func TestWaitingEventPerReason(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")},
+		objects(newGroup(2), newPod("x", inGroup("other"), running, onNode("n2"), requests("6")))...)
+	h.sync()
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "has 0 of the 2 active pods") {
+		t.Fatalf("events %v, want one Waiting event for pods", ev)
+	}
+	h.addPod(newPod("p-0", requests("5")))
+	h.observe()
+	h.sync()
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("events %v after a pod arrived, want none: the reason did not change", ev)
+	}
+	h.addPod(newPod("p-1", requests("5")))
+	h.observe()
+	h.sync()
+	h.c.admitCycle()
+	h.observe()
+	h.sync()
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Waiting needs 2 pods placed at once; 1 fit now") {
+		t.Fatalf("events %v, want one Waiting event saying the gang does not fit", ev)
+	}
+}
