@@ -310,3 +310,31 @@ func TestWaitingEventPerReason(t *testing.T) {
 		t.Fatalf("events %v, want one Waiting event saying the gang does not fit", ev)
 	}
 }
+
+// TestCapacityDecisionDroppedWhenGroupIsDeleted: a group deleted after a
+// cycle placed it, before its sync recorded that, gives the capacity back.
+func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("4"))...)...)
+	h.sync()
+	h.c.admitCycle()
+	if _, ok := h.c.admission.decision(testKey); !ok {
+		t.Fatal("the cycle did not admit the gang")
+	}
+	if free := h.c.capacity.Snapshot().Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
+		t.Fatal("the decision reserved nothing")
+	}
+	pg := h.group()
+	pg.DeletionTimestamp = &metav1.Time{Time: t0}
+	pg.Finalizers = []string{"scheduling.muster.dev/pod-cleanup"}
+	if err := h.muster.Tracker().Update(podGroupsGVR, pg, testNS); err != nil {
+		t.Fatal(err)
+	}
+	h.observe()
+	h.sync()
+	if _, ok := h.c.admission.decision(testKey); ok {
+		t.Error("the decision outlived its group")
+	}
+	if free := h.c.capacity.Snapshot().Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
+		t.Errorf("after the group was deleted %d of 2 pods of 4 cpu fit on the 8-cpu node, want 2", len(free.Assignments))
+	}
+}

@@ -42,6 +42,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("reading PodGroup %s: %w", key, err)
 	}
+	if !c.managedNamespace(namespace) || pg.DeletionTimestamp != nil {
+		// Nothing will carry out a placement for this group any more.
+		c.dropAdmission(key)
+	}
 	if !c.managedNamespace(namespace) {
 		// Muster leaves pods here alone, but never leaves a group stuck.
 		if pg.DeletionTimestamp != nil {
