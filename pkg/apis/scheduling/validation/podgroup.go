@@ -19,8 +19,28 @@ import (
 
 // ValidatePodGroup checks a PodGroup on create, after defaulting.
 func ValidatePodGroup(pg *scheduling.PodGroup) field.ErrorList {
-	allErrs := apivalidation.ValidateObjectMeta(&pg.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	allErrs := apivalidation.ValidateObjectMeta(&pg.ObjectMeta, true, ValidatePodGroupName, field.NewPath("metadata"))
 	return append(allErrs, validatePodGroupSpec(&pg.Spec, field.NewPath("spec"))...)
+}
+
+// generatedSuffixLength is what generateName appends to a prefix.
+const generatedSuffixLength = 5
+
+// ValidatePodGroupName accepts a DNS subdomain that a pod's group label can
+// hold: a label value is at most 63 characters, so a longer group could
+// never have a pod.
+func ValidatePodGroupName(name string, prefix bool) []string {
+	if msgs := apivalidation.NameIsDNSSubdomain(name, prefix); len(msgs) > 0 {
+		return msgs
+	}
+	limit := utilvalidation.LabelValueMaxLength
+	if prefix {
+		limit -= generatedSuffixLength
+	}
+	if len(name) > limit {
+		return []string{fmt.Sprintf("must be no more than %d characters, so that the pod label %s can name it", limit, scheduling.PodGroupLabel)}
+	}
+	return nil
 }
 
 // ValidatePodGroupUpdate checks a PodGroup update: workloadRef is immutable,

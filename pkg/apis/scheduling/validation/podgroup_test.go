@@ -72,6 +72,8 @@ func TestValidatePodGroup(t *testing.T) {
 		{"name is required", podGroup(named("")), []want{required("metadata.name")}},
 		{"name must be a DNS subdomain", podGroup(named("Train_1")), []want{invalid("metadata.name")}},
 		{"name must be at most 253 characters", podGroup(named(strings.Repeat("a", 254))), []want{invalid("metadata.name")}},
+		{"name of 63 characters fits a pod label", podGroup(named(strings.Repeat("a", 63))), nil},
+		{"name longer than a pod label can hold", podGroup(named(strings.Repeat("a", 64))), []want{invalid("metadata.name")}},
 		{"namespace is required", podGroup(inNamespace("")), []want{required("metadata.namespace")}},
 
 		{"policy with no member is required", podGroup(policy(scheduling.PodGroupSchedulingPolicy{})), []want{required("spec.schedulingPolicy")}},
