@@ -60,6 +60,9 @@ const (
 	// MaxUncountedTerminatedPods caps each list of status.uncountedTerminatedPods,
 	// as KEP-2307 caps a Job's, so that a status write stays small.
 	MaxUncountedTerminatedPods = 500
+	// MaxGroupGates caps spec.schedulingGates, so that the conditions that
+	// name the gates stay readable and within their size limit.
+	MaxGroupGates = 32
 	// MaxPlacements caps status.placements, so that a status write stays
 	// under etcd's request size limit; a gang needs at most this many pods
 	// placed at once.

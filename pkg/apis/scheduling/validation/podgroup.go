@@ -91,6 +91,9 @@ func validatePodGroupSpec(spec *scheduling.PodGroupSpec, fldPath *field.Path) fi
 	allErrs = append(allErrs, validateSchedulingPolicy(&spec.SchedulingPolicy, fldPath.Child("schedulingPolicy"))...)
 
 	gatesPath := fldPath.Child("schedulingGates")
+	if n := len(spec.SchedulingGates); n > scheduling.MaxGroupGates {
+		allErrs = append(allErrs, field.TooMany(gatesPath, n, scheduling.MaxGroupGates))
+	}
 	names := sets.New[string]()
 	for i, g := range spec.SchedulingGates {
 		p := gatesPath.Index(i).Child("name")

@@ -83,6 +83,8 @@ func TestValidatePodGroup(t *testing.T) {
 		{"gang.minCount negative is invalid", podGroup(policy(gang(-3))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
 
 		{"gate name is required", podGroup(gates("a", "")), []want{required("spec.schedulingGates[1].name")}},
+		{"32 gates are allowed", podGroup(gates(gateNames(32)...)), nil},
+		{"33 gates are too many", podGroup(gates(gateNames(33)...)), []want{tooMany("spec.schedulingGates")}},
 		{"gate name must be a qualified name", podGroup(gates("not a gate")), []want{invalid("spec.schedulingGates[0].name")}},
 		{"gate name prefix must be a DNS subdomain", podGroup(gates("Example_Com/approval")), []want{invalid("spec.schedulingGates[0].name")}},
 		{"gate name has at most one slash", podGroup(gates("a/b/c")), []want{invalid("spec.schedulingGates[0].name")}},
@@ -321,6 +323,14 @@ func placements(n int) []scheduling.PodPlacement {
 	out := make([]scheduling.PodPlacement, n)
 	for i := range out {
 		out[i] = scheduling.PodPlacement{Pod: fmt.Sprintf("p-%d", i), UID: types.UID(fmt.Sprintf("u-%d", i)), Node: "node"}
+	}
+	return out
+}
+
+func gateNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("example.com/gate-%d", i)
 	}
 	return out
 }
