@@ -58,3 +58,25 @@ func (c *Controller) removeGroupFinalizer(ctx context.Context, pg *v1alpha1.PodG
 	}
 	return nil
 }
+
+// releaseUnmanaged takes the tracking finalizer off the ended or deleted pods
+// of a group in a namespace Muster does not manage (the selector changed
+// after they were created, or the webhook's selector differs from the
+// controller's). Muster keeps no counts there, so nothing is counted.
+func (c *Controller) releaseUnmanaged(ctx context.Context, key string, pods []*corev1.Pod) error {
+	var release []*corev1.Pod
+	for _, p := range pods {
+		if holdsFinalizerToRelease(p) && !c.expectations.pending(key, p.UID) {
+			release = append(release, p)
+		}
+	}
+	if len(release) == 0 {
+		return nil
+	}
+	done, errs := c.patchPods(ctx, release, removeFinalizerPatch)
+	c.expectations.expect(key, done...)
+	if len(errs) > 0 {
+		return fmt.Errorf("releasing pods of %s in a namespace Muster does not manage: %w", key, errors.Join(errs...))
+	}
+	return nil
+}

@@ -133,6 +133,12 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
 	c.synced = append(c.synced, podReg.HasSynced)
+	if _, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { c.namespaceChanged(nil, obj) },
+		UpdateFunc: c.namespaceChanged,
+	}); err != nil {
+		return nil, fmt.Errorf("watching namespaces: %w", err)
+	}
 	pgReg, err := podGroups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPodGroup,
 		UpdateFunc: func(_, obj interface{}) { c.addPodGroup(obj) },

@@ -1,7 +1,11 @@
 package podgroup
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -12,7 +16,7 @@ func (c *Controller) addPod(obj interface{}) {
 	p := obj.(*corev1.Pod)
 	c.trackPod(p)
 	key, ok := podGroupKey(p)
-	if !ok || !c.managedNamespace(p.Namespace) {
+	if !ok || !(c.managedNamespace(p.Namespace) || holdsFinalizerToRelease(p)) {
 		return
 	}
 	c.mu.Lock()
@@ -27,7 +31,7 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 		return // a resync: nothing changed.
 	}
 	c.trackPod(p)
-	if !c.managedNamespace(p.Namespace) {
+	if !c.managedNamespace(p.Namespace) && !holdsFinalizerToRelease(p) {
 		return
 	}
 	if key, ok := podGroupKey(p); ok {
@@ -57,6 +61,42 @@ func (c *Controller) deletePod(obj interface{}) {
 		c.admission.poke()
 	}
 	if key, ok := podGroupKey(p); ok && c.managedNamespace(p.Namespace) {
+		c.queue.Add(key)
+	}
+}
+
+// holdsFinalizerToRelease reports whether a pod carries Muster's finalizer
+// and has ended or is being deleted: Muster takes its finalizer off such a
+// pod in any namespace, managed or not, so that none is ever stuck.
+func holdsFinalizerToRelease(p *corev1.Pod) bool {
+	return isTracked(p) && (p.DeletionTimestamp != nil || isTerminal(p))
+}
+
+// namespaceChanged requeues the groups of a namespace that was created or
+// relabelled: it may have come under the namespace selector, or left it.
+func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
+	ns, ok := newObj.(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	if old, ok := oldObj.(*corev1.Namespace); ok && maps.Equal(old.Labels, ns.Labels) {
+		return
+	}
+	keys := sets.New[string]()
+	if groups, err := c.pgLister.PodGroups(ns.Name).List(labels.Everything()); err == nil {
+		for _, pg := range groups {
+			keys.Insert(groupKey(pg.Namespace, pg.Name))
+		}
+	}
+	// Groups that exist only as their pods' label, too.
+	if objs, err := c.podIndexer.ByIndex(cache.NamespaceIndex, ns.Name); err == nil {
+		for _, o := range objs {
+			if key, ok := podGroupKey(o.(*corev1.Pod)); ok {
+				keys.Insert(key)
+			}
+		}
+	}
+	for key := range keys {
 		c.queue.Add(key)
 	}
 }

@@ -37,6 +37,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		if !c.managedNamespace(namespace) {
+			return 0, c.releaseUnmanaged(ctx, key, pods)
+		}
 		return 0, c.syncMissingGroup(ctx, namespace, name, pods)
 	}
 	if err != nil {
@@ -47,7 +50,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.dropAdmission(key)
 	}
 	if !c.managedNamespace(namespace) {
-		// Muster leaves pods here alone, but never leaves a group stuck.
+		// Muster leaves pods here alone, but never leaves a pod or a group
+		// stuck on its finalizers.
+		if err := c.releaseUnmanaged(ctx, key, pods); err != nil {
+			return 0, err
+		}
 		if pg.DeletionTimestamp != nil {
 			return 0, c.removeGroupFinalizer(ctx, pg)
 		}
