@@ -109,7 +109,7 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 		for _, uid := range uids {
 			if counted(uid) {
 				*counter++
-				metrics.podsAccounted.WithLabelValues(result).Inc()
+				v.onceWritten(metrics.podsAccounted.WithLabelValues(result).Inc)
 			} else {
 				keep = append(keep, uid)
 			}

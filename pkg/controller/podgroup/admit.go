@@ -39,13 +39,13 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		for i, g := range gates {
 			names[i] = g.Name
 		}
-		c.setWaiting(pg, condReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
+		c.setWaiting(pg, v, condReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
 		return false
 	}
 	need := minCount(pg)
 	if v.active < need {
 		c.withdraw(key)
-		c.setWaiting(pg, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
+		c.setWaiting(pg, v, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
 		return false
 	}
 	reason, msg := condReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
@@ -58,7 +58,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)
 	pg.Status.AdmissionTime = &t
-	c.recorder.Event(pg, corev1.EventTypeNormal, reasonAdmitted, msg)
+	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, reasonAdmitted, msg) })
 	return true
 }
 
@@ -83,7 +83,7 @@ func (c *Controller) withdraw(key string) {
 // setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
 // the latest count; an event is recorded only when the reason changes, not
 // for every pod that arrives.
-func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
+func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, v *podView, reason, msg string, now time.Time) {
 	// The old reason is copied: setCondition changes the condition in place.
 	oldReason := ""
 	if old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); old != nil {
@@ -91,7 +91,7 @@ func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, reason, msg string, now t
 	}
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
 	if oldReason != reason {
-		c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg)
+		v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg) })
 	}
 }
 

@@ -33,6 +33,21 @@ type podView struct {
 	// decisionApplied says that this sync put an admission cycle's
 	// placements into status; once written, the decision is recorded.
 	decisionApplied bool
+	// recorded are side effects of decisions (events, the accounting
+	// metric): they happen only once the status write that records the
+	// decision has succeeded, so that a conflict never repeats them.
+	recorded []func()
+}
+
+// onceWritten defers a side effect of a decision until its status write.
+func (v *podView) onceWritten(f func()) { v.recorded = append(v.recorded, f) }
+
+// written runs the side effects of the decisions that were just written.
+func (v *podView) written() {
+	for _, f := range v.recorded {
+		f()
+	}
+	v.recorded = nil
 }
 
 type podResult int

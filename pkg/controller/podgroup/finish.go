@@ -31,7 +31,7 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[
 	}
 	need := minCount(pg)
 	if pg.Status.Succeeded >= need {
-		c.complete(pg, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d pods succeeded (%d needed), %d failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
+		c.complete(pg, v, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d pods succeeded (%d needed), %d failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
 		return 0
 	}
 	left := c.cfg.ReleaseGrace
@@ -44,12 +44,12 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[
 	if left > 0 {
 		return left
 	}
-	c.complete(pg, v1alpha1.ReasonFailed, fmt.Sprintf("only %d of %d needed pods succeeded and no replacement appeared within %s; %d failed",
+	c.complete(pg, v, v1alpha1.ReasonFailed, fmt.Sprintf("only %d of %d needed pods succeeded and no replacement appeared within %s; %d failed",
 		pg.Status.Succeeded, need, c.cfg.ReleaseGrace, pg.Status.Failed), now)
 	return 0
 }
 
-func (c *Controller) complete(pg *v1alpha1.PodGroup, reason, msg string, now time.Time) {
+func (c *Controller) complete(pg *v1alpha1.PodGroup, v *podView, reason, msg string, now time.Time) {
 	setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)
 	pg.Status.CompletionTime = &t
@@ -60,5 +60,5 @@ func (c *Controller) complete(pg *v1alpha1.PodGroup, reason, msg string, now tim
 	if reason == v1alpha1.ReasonFailed {
 		eventType = corev1.EventTypeWarning
 	}
-	c.recorder.Event(pg, eventType, reasonFinished, msg)
+	v.onceWritten(func() { c.recorder.Event(pg, eventType, reasonFinished, msg) })
 }

@@ -43,7 +43,7 @@ func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, ne
 		Pods: toPlace, Need: int(max(need-released, 1)),
 	})
 	if w, ok := c.admission.waitReason(key); ok {
-		c.setWaiting(pg, w.Reason, w.Message, now)
+		c.setWaiting(pg, v, w.Reason, w.Message, now)
 	}
 	return false
 }
@@ -185,7 +185,7 @@ func releasePatch(node string) func(*corev1.Pod) ([]byte, bool) {
 // has found unschedulable for longer than StalledTimeout sets Stalled=True,
 // naming the pods; the condition goes False once none is. It returns when to
 // look again.
-func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) time.Duration {
+func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, now time.Time) time.Duration {
 	var stalled []string
 	var next time.Duration
 	for _, p := range pods {
@@ -214,7 +214,7 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now
 			"Muster does not manage. Delete a stalled pod to have it placed again: %v", c.cfg.StalledTimeout, stalled))
 		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionTrue, condReasonReservedCapacityTaken, msg, now)
 		if !old {
-			c.recorder.Event(pg, corev1.EventTypeWarning, reasonStalled, msg)
+			v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, reasonStalled, msg) })
 		}
 	case old:
 		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "no released pod is stuck on its reserved node", now)

@@ -76,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
 	admitted := c.admit(next, view, now)                             // step 6
 	markScheduled(next, view, now)                                   // step 7
-	stalledAfter := c.checkStalled(next, pods, now)                  // step 7b
+	stalledAfter := c.checkStalled(next, view, pods, now)            // step 7b
 	next.Status.ObservedGeneration = pg.Generation
 	// Step 8. A refresh this write defers is written again by step 13, which
 	// says when to flush it.
@@ -84,6 +84,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	view.written()
 	if view.decisionApplied {
 		c.admission.recorded(key)
 	}
@@ -110,6 +111,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	view.written()
 	metrics.observeGroup(key, pg)
 	if removeErr != nil {
 		return 0, removeErr

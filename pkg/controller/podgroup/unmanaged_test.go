@@ -1,11 +1,17 @@
 package podgroup
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -128,5 +134,37 @@ func TestRelabelledNamespaceRequeuesItsGroups(t *testing.T) {
 	}
 	if k, _ := h.c.queue.Get(); k != testKey {
 		t.Errorf("queued %q, want %q", k, testKey)
+	}
+}
+
+// TestSideEffectsOnlyAfterTheirWrite: the Admitted event, like every event
+// and the accounting metric that records a decision, is emitted only once
+// the status write holding the decision succeeds, so a conflict that makes
+// the sync run again does not repeat it.
+func TestSideEffectsOnlyAfterTheirWrite(t *testing.T) {
+	h := newHarness(t, nil, objects(newGroup(2), pods("p", 2)...)...)
+	failed := false
+	h.muster.PrependReactor("update", "podgroups", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && !failed {
+			failed = true
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "scheduling.muster.dev", Resource: "podgroups"}, testGroup, errors.New("stale"))
+		}
+		return false, nil, nil
+	})
+	if _, err := h.c.sync(t.Context(), testKey); err == nil {
+		t.Fatal("sync succeeded although its status write conflicted")
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("events %v after a failed write, want none", ev)
+	}
+	h.sync()
+	admitted := 0
+	for _, e := range h.events() {
+		if strings.HasPrefix(e, "Normal Admitted") {
+			admitted++
+		}
+	}
+	if admitted != 1 {
+		t.Errorf("%d Admitted events, want exactly 1", admitted)
 	}
 }
