@@ -9,6 +9,11 @@ import (
 // Config is the configuration of muster-apiserver.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
+	// PodCleanup puts the pod-cleanup finalizer on new PodGroups. Set it
+	// only where the controller runs: in standalone mode, or with
+	// --controller=false, nothing would remove it and no group could be
+	// deleted.
+	PodCleanup bool
 }
 
 // MusterServer is a running muster-apiserver.
@@ -18,6 +23,7 @@ type MusterServer struct {
 
 type completedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
+	PodCleanup    bool
 }
 
 // CompletedConfig is a Config that Complete has filled in.
@@ -27,7 +33,7 @@ type CompletedConfig struct {
 
 // Complete fills in the fields the generic server derives.
 func (cfg *Config) Complete() CompletedConfig {
-	return CompletedConfig{&completedConfig{GenericConfig: cfg.GenericConfig.Complete()}}
+	return CompletedConfig{&completedConfig{GenericConfig: cfg.GenericConfig.Complete(), PodCleanup: cfg.PodCleanup}}
 }
 
 // New builds the server and installs the scheduling.muster.dev group.
@@ -36,7 +42,7 @@ func (c completedConfig) New() (*MusterServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating generic server: %w", err)
 	}
-	groupInfo, err := newAPIGroupInfo(c.GenericConfig.RESTOptionsGetter)
+	groupInfo, err := newAPIGroupInfo(c.GenericConfig.RESTOptionsGetter, c.PodCleanup)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,10 @@ import (
 
 // newAPIGroupInfo returns the resources of scheduling.muster.dev/v1alpha1,
 // each with a status subresource that RBAC authorizes on its own.
-func newAPIGroupInfo(optsGetter generic.RESTOptionsGetter) (*genericapiserver.APIGroupInfo, error) {
+func newAPIGroupInfo(optsGetter generic.RESTOptionsGetter, podCleanup bool) (*genericapiserver.APIGroupInfo, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(scheduling.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 
-	podGroups, podGroupStatus, err := podgroup.NewStorage(Scheme, optsGetter)
+	podGroups, podGroupStatus, err := podgroup.NewStorage(Scheme, optsGetter, podCleanup)
 	if err != nil {
 		return nil, fmt.Errorf("podgroups storage: %w", err)
 	}

@@ -156,5 +156,5 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			return nil, err
 		}
 	}
-	return &apiserver.Config{GenericConfig: cfg}, nil
+	return &apiserver.Config{GenericConfig: cfg, PodCleanup: o.Controller.Enabled && !o.Standalone}, nil
 }

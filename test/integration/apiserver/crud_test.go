@@ -14,7 +14,9 @@ import (
 )
 
 // TestPodGroupLifecycle drives create, get, list, watch, update, patch and
-// delete through the typed clientset, including the pod-cleanup finalizer.
+// delete through the typed clientset. The framework runs the server
+// standalone, with no controller, so a group gets no pod-cleanup finalizer
+// and is deleted at once.
 func TestPodGroupLifecycle(t *testing.T) {
 	ctx := testContext(t)
 	s := framework.StartServer(t)
@@ -33,8 +35,8 @@ func TestPodGroupLifecycle(t *testing.T) {
 	if created.Generation != 1 {
 		t.Errorf("generation after create = %d, want 1", created.Generation)
 	}
-	if got := created.Finalizers; len(got) != 1 || got[0] != "scheduling.muster.dev/pod-cleanup" {
-		t.Errorf("finalizers after create = %v, want [scheduling.muster.dev/pod-cleanup]", got)
+	if got := created.Finalizers; len(got) != 0 {
+		t.Errorf("finalizers after create = %v, want none: standalone runs no controller to remove scheduling.muster.dev/pod-cleanup", got)
 	}
 	if created.Status.Phase != v1alpha1.PodGroupPending {
 		t.Errorf("phase after create = %q, want Pending", created.Status.Phase)
@@ -69,22 +71,36 @@ func TestPodGroupLifecycle(t *testing.T) {
 	}
 	expectEvent(t, w, watch.Modified, "train")
 
-	// The finalizer keeps the group until the controller releases its pods.
 	if err := pgs.Delete(ctx, "train", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	terminating, err := pgs.Get(ctx, "train", metav1.GetOptions{})
+	if _, err := pgs.Get(ctx, "train", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("get after delete: %v, want NotFound: nothing may hold a group that no controller releases", err)
+	}
+	expectEvent(t, w, watch.Deleted, "train")
+
+	// A finalizer of the user's own still holds the group until removed.
+	held := gangGroup("held", 2)
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := pgs.Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	expectEvent(t, w, watch.Added, "held")
+	if err := pgs.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	terminating, err := pgs.Get(ctx, "held", metav1.GetOptions{})
 	if err != nil || terminating.DeletionTimestamp == nil {
 		t.Fatalf("after delete: err=%v deletionTimestamp=%v, want the group kept with a deletionTimestamp", err, terminating.DeletionTimestamp)
 	}
-	if _, err := pgs.Patch(ctx, "train", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+	if _, err := pgs.Patch(ctx, "held", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("removing finalizer: %v", err)
 	}
-	if _, err := pgs.Get(ctx, "train", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := pgs.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("get after finalizer removal: %v, want NotFound", err)
 	}
-	expectEvent(t, w, watch.Modified, "train") // deletionTimestamp set
-	expectEvent(t, w, watch.Deleted, "train")  // last finalizer removed
+	expectEvent(t, w, watch.Modified, "held") // deletionTimestamp set
+	expectEvent(t, w, watch.Deleted, "held")  // last finalizer removed
 }
 
 // TestWorkloadLifecycle covers the Workload kind's CRUD and its immutable template set.

@@ -29,8 +29,10 @@ func (*REST) ShortNames() []string { return []string{"pg"} }
 func (*REST) Categories() []string { return []string{"muster"} }
 
 // NewStorage returns the storage of podgroups and podgroups/status.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*REST, *statusrest.REST, error) {
-	strategy := NewStrategy(scheme)
+// podCleanup says whether new groups get the pod-cleanup finalizer: only
+// when a controller runs to remove it (see NewStrategy).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, podCleanup bool) (*REST, *statusrest.REST, error) {
+	strategy := NewStrategy(scheme, podCleanup)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &scheduling.PodGroup{} },
 		NewListFunc:               func() runtime.Object { return &scheduling.PodGroupList{} },

@@ -28,6 +28,8 @@ import (
 type podGroupStrategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// podCleanup adds the pod-cleanup finalizer at creation.
+	podCleanup bool
 }
 
 var (
@@ -39,9 +41,11 @@ var (
 	_ rest.ResetFieldsStrategy = podGroupStatusStrategy{}
 )
 
-// NewStrategy returns the strategy for the main resource.
-func NewStrategy(typer runtime.ObjectTyper) podGroupStrategy {
-	return podGroupStrategy{typer, names.SimpleNameGenerator}
+// NewStrategy returns the strategy for the main resource. podCleanup puts
+// the pod-cleanup finalizer on every new PodGroup; it is for a server whose
+// controller runs, since nothing else ever removes it.
+func NewStrategy(typer runtime.ObjectTyper, podCleanup bool) podGroupStrategy {
+	return podGroupStrategy{typer, names.SimpleNameGenerator, podCleanup}
 }
 
 func (podGroupStrategy) NamespaceScoped() bool { return true }
@@ -54,11 +58,11 @@ func (podGroupStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
 // PrepareForCreate clears status, starts the generation at 1 and adds the
 // pod-cleanup finalizer, so that the controller always gets to release the
 // group's pods before the group disappears.
-func (podGroupStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (s podGroupStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	pg := obj.(*scheduling.PodGroup)
 	pg.Status = scheduling.PodGroupStatus{}
 	pg.Generation = 1
-	if !slices.Contains(pg.Finalizers, scheduling.PodCleanupFinalizer) {
+	if s.podCleanup && !slices.Contains(pg.Finalizers, scheduling.PodCleanupFinalizer) {
 		pg.Finalizers = append(pg.Finalizers, scheduling.PodCleanupFinalizer)
 	}
 	pg.Status.Phase = scheduling.DerivePhase(pg)

@@ -23,7 +23,7 @@ import (
 func testStrategy() podGroupStrategy {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
-	return NewStrategy(scheme)
+	return NewStrategy(scheme, true)
 }
 
 // newPodGroup returns a valid gang PodGroup as a client would send it, changed by mods.
@@ -152,6 +152,30 @@ func TestPrepareForCreate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			testStrategy().PrepareForCreate(genericapirequest.NewDefaultContext(), tc.obj)
+			expectObject(t, tc.obj, tc.want)
+		})
+	}
+}
+
+// TestPrepareForCreateWithoutController: a server whose controller does not
+// run (standalone, --controller=false) adds no pod-cleanup finalizer, which
+// nothing would ever remove, and keeps the user's own.
+func TestPrepareForCreateWithoutController(t *testing.T) {
+	s := NewStrategy(testStrategy().ObjectTyper, false)
+	tests := []struct {
+		name      string
+		obj, want *scheduling.PodGroup
+	}{
+		{"no finalizer is added",
+			newPodGroup(),
+			newPodGroup(withGeneration(1), withPhase(scheduling.PodGroupPending))},
+		{"the user's finalizers are kept",
+			newPodGroup(withFinalizers("example.com/keep")),
+			newPodGroup(withGeneration(1), withFinalizers("example.com/keep"), withPhase(scheduling.PodGroupPending))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s.PrepareForCreate(genericapirequest.NewDefaultContext(), tc.obj)
 			expectObject(t, tc.obj, tc.want)
 		})
 	}
