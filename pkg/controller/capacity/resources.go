@@ -114,26 +114,6 @@ func (r Resources) Clone() Resources {
 	return r
 }
 
-// shortOf returns the first resource that request does not fit in free, as
-// the scheduler's fit check would name it, or "" when it fits. A resource
-// the pod does not request never blocks it.
-func shortOf(request, free Resources) corev1.ResourceName {
-	switch {
-	case request.MilliCPU > 0 && request.MilliCPU > free.MilliCPU:
-		return corev1.ResourceCPU
-	case request.Memory > 0 && request.Memory > free.Memory:
-		return corev1.ResourceMemory
-	case request.EphemeralStorage > 0 && request.EphemeralStorage > free.EphemeralStorage:
-		return corev1.ResourceEphemeralStorage
-	}
-	for _, s := range request.Scalar {
-		if s.Value > 0 && s.Value > free.ScalarValue(s.Name) {
-			return s.Name
-		}
-	}
-	return ""
-}
-
 // String renders the non-zero amounts, e.g. "cpu 10, memory 1Gi".
 func (r Resources) String() string {
 	var parts []string
@@ -172,28 +152,4 @@ func formatBytes(b int64) string {
 		}
 	}
 	return fmt.Sprint(b)
-}
-
-// amountOf returns the amount of one named resource, for messages.
-func (r Resources) amountOf(name corev1.ResourceName) int64 {
-	switch name {
-	case corev1.ResourceCPU:
-		return r.MilliCPU
-	case corev1.ResourceMemory:
-		return r.Memory
-	case corev1.ResourceEphemeralStorage:
-		return r.EphemeralStorage
-	}
-	return r.ScalarValue(name)
-}
-
-// formatAmount renders an amount of a named resource as amountOf returns it.
-func formatAmount(name corev1.ResourceName, v int64) string {
-	switch name {
-	case corev1.ResourceCPU:
-		return formatMilli(v)
-	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
-		return formatBytes(v)
-	}
-	return fmt.Sprint(v)
 }

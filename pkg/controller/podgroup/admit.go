@@ -65,12 +65,13 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 // dropAdmission forgets a group's place in the admission queue, any
 // decision not yet recorded, and the reservation assumed for it.
 func (c *Controller) dropAdmission(key string) {
-	if c.admission != nil && c.admission.forget(key) {
+	if c.admission == nil {
+		return
+	}
+	if c.admission.forget(key) {
 		c.capacity.Forget(key)
 	}
-	if c.admission != nil {
-		c.admission.poke()
-	}
+	c.admission.poke()
 }
 
 // withdraw takes a group out of the admission queue: it has nothing to place.

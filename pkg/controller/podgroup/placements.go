@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -31,8 +30,7 @@ func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, ne
 			return true
 		}
 		// The gang changed since the cycle placed it: place it again.
-		c.admission.forget(key)
-		c.capacity.Forget(key)
+		c.dropAdmission(key)
 	}
 	if len(toPlace) == 0 {
 		// Every active pod was released already (by hand): nothing to place.
@@ -59,8 +57,7 @@ func (c *Controller) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView)
 			v.decisionApplied = true
 			return
 		}
-		c.admission.forget(key)
-		c.capacity.Forget(key)
+		c.dropAdmission(key)
 	}
 	if len(toPlace) == 0 {
 		c.admission.withdraw(key)
@@ -220,10 +217,6 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "no released pod is stuck on its reserved node", now)
 	}
 	return next
-}
-
-func isStalled(pg *v1alpha1.PodGroup) bool {
-	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionStalled)
 }
 
 // maxConditionMessage is the API's limit on a condition's message.

@@ -86,6 +86,10 @@ func isAdmitted(pg *v1alpha1.PodGroup) bool {
 	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
 }
 
+func isStalled(pg *v1alpha1.PodGroup) bool {
+	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionStalled)
+}
+
 func isFinished(pg *v1alpha1.PodGroup) bool {
 	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionFinished)
 }
