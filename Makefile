@@ -45,7 +45,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest bench codegen clean help
+.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest bench perf codegen clean help
 
 all: build
 
@@ -90,6 +90,9 @@ e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest su
 
 bench: ## Benchmarks of the controller's hot paths; they print numbers, they assert nothing about speed.
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/controller/...
+
+perf: build tools ## Load Muster on a local cluster and print rates and latencies against the raw API rates (PERF_ARGS: see go run ./hack/perf -h).
+	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver $(GO) run ./hack/perf $(PERF_ARGS)
 
 codegen: ## Regenerate deepcopy, conversion, defaulters, OpenAPI and clients.
 	hack/update-codegen.sh

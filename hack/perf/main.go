@@ -1,0 +1,132 @@
+// Command perf is Muster's load driver (`make perf`). It brings up the local
+// cluster, measures in the same run the raw rates a client reaches with no
+// Muster in the path (create a pod, remove a gate, remove a finalizer), then
+// drives gangs of plain labelled pods through Muster and prints one table:
+// create rate, release and bind latency, release and accounting throughput,
+// Muster's API calls per pod, and whether every count came out exact.
+//
+// It is a benchmark: it asserts nothing about speed. It exits non-zero only
+// when the run itself breaks or the counts are not exact.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/test/cluster"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// config is what the flags set.
+type config struct {
+	gangSize    int
+	gangs       int
+	rate        float64
+	runFor      time.Duration
+	burstPods   int
+	concurrency int
+	timeout     time.Duration
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "perf: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		cfg       config
+		opts      cluster.Options
+		musterArg stringList
+		keep      bool
+	)
+	klog.InitFlags(nil)
+	flag.IntVar(&cfg.gangSize, "gang-size", 8, "pods per gang")
+	flag.IntVar(&cfg.gangs, "gangs", 200, "gangs offered at --rate in the latency phase")
+	flag.Float64Var(&cfg.rate, "rate", 20, "offered gangs per second in the latency phase")
+	flag.DurationVar(&cfg.runFor, "run-for", 2*time.Second, "how long each pod of the latency phase runs")
+	flag.IntVar(&cfg.burstPods, "burst-pods", 10000, "pods of the throughput phase, and of the raw baseline: created at once, released as one backlog, finishing at one instant")
+	flag.IntVar(&cfg.concurrency, "concurrency", 32, "the driver's requests in flight at once")
+	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	flag.IntVar(&opts.Nodes, "nodes", 20, "kwok fake nodes")
+	flag.IntVar(&opts.NodePods, "node-pods", 1000, "pod capacity of each node")
+	flag.StringVar(&opts.BinDir, "bin-dir", "", "directory with the cluster tools (default $MUSTER_BIN_DIR, else bin/)")
+	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver)")
+	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable); the table is meant for the defaults")
+	flag.BoolVar(&keep, "keep", false, "keep the cluster's work dir (logs) after the run")
+	flag.Parse()
+	if cfg.gangSize < 1 || cfg.gangs < 1 || cfg.rate <= 0 || cfg.burstPods < cfg.gangSize || cfg.concurrency < 1 {
+		return errors.New("--gang-size, --gangs, --rate and --concurrency must be positive, and --burst-pods at least --gang-size")
+	}
+	cfg.burstPods -= cfg.burstPods % cfg.gangSize
+
+	if opts.BinDir == "" {
+		dir, err := cluster.DefaultBinDir()
+		if err != nil {
+			return err
+		}
+		opts.BinDir = dir
+	}
+	if opts.MusterBinary == "" {
+		opts.MusterBinary = cluster.DefaultMusterBinary(opts.BinDir)
+	}
+	opts.NodeCPU = "1000"
+	opts.NodeMemory = "4Ti"
+	opts.MusterArgs = musterArg
+	opts.MusterManifests = cluster.DefaultMusterManifests()
+	if missing := opts.MissingBinaries(); len(missing) > 0 {
+		return fmt.Errorf("missing %s: run `make perf`, which builds them", strings.Join(missing, ", "))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+
+	logf("starting the local cluster: %d nodes of %d pods", opts.Nodes, opts.NodePods)
+	c, err := cluster.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		c.Stop()
+		if keep {
+			logf("work dir kept: %s", c.WorkDir)
+		} else {
+			_ = os.RemoveAll(c.WorkDir)
+		}
+	}()
+	logf("cluster up: Kubernetes v%s, Muster at %s", c.KubeVersion, c.MusterURL)
+
+	d, err := newDriver(ctx, c, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	rep, err := d.run(ctx)
+	if rep != nil {
+		rep.print(os.Stdout, cfg, c)
+	}
+	return err
+}
+
+// logf prints a progress line on stderr, so the table on stdout stays clean.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}

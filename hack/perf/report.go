@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/muster-dev/muster/test/cluster"
+)
+
+// print writes the table: one row per measure, with the baseline it is
+// compared with.
+func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
+	fmt.Fprintf(out, "\nMuster perf: Kubernetes v%s, %d-pod gangs; burst %d pods; %d gangs offered at %.0f/s, pods run %s; driver concurrency %d\n\n",
+		c.KubeVersion, cfg.gangSize, r.base.pods, r.lat.gangs, r.lat.offered, cfg.runFor, cfg.concurrency)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(name, value, compare string) { fmt.Fprintf(w, "%s\t%s\t%s\n", name, value, compare) }
+	row("measure", "value", "against the raw rate (no Muster in the path)")
+	row("-------", "-----", "---------------------------------------------")
+	row("labelled pod create rate", perSec(r.burst.createRate), fmt.Sprintf("%.2f x raw create %s", ratio(r.burst.createRate, r.base.createRate), perSec(r.base.createRate)))
+	row("release latency p50 / p90 / p99", fmt.Sprintf("%s / %s / %s", ms(percentile(r.lat.release, 50)), ms(percentile(r.lat.release, 90)), ms(percentile(r.lat.release, 99))),
+		fmt.Sprintf("last pod created -> last gate removed, %d gangs at %.1f/s achieved", r.lat.gangs, r.lat.achieved))
+	row("bind latency p99", ms(percentile(r.lat.bind, 99)), "last pod created -> last pod bound")
+	row("ungated pods/s (one backlog)", perSec(r.burst.ungateRate), fmt.Sprintf("%.2f x raw gate removal %s", ratio(r.burst.ungateRate, r.base.ungateRate), perSec(r.base.ungateRate)))
+	row("accounting lag p50 / p99", fmt.Sprintf("%s / %s", ms(percentile(r.lat.accountLag, 50)), ms(percentile(r.lat.accountLag, 99))), "pod finished -> finalizer removed")
+	row("accounted pods/s (one backlog)", perSec(r.burst.accountRate), fmt.Sprintf("%.2f x raw finalizer removal %s", ratio(r.burst.accountRate, r.base.finalizerRate), perSec(r.base.finalizerRate)))
+	row(fmt.Sprintf("accounting %d finished pods", r.burst.pods), secs(r.burst.accountTime), fmt.Sprintf("%.2f x raw time %s to remove %d finalizers", ratio(r.burst.accountTime.Seconds(), r.base.finalizerTime.Seconds()), secs(r.base.finalizerTime), r.base.pods))
+	row("API writes per pod", fmt.Sprintf("%.2f", r.calls.writes()/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
+	keys := make([]callKey, 0, len(r.calls))
+	for k := range r.calls {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b callKey) int {
+		return strings.Compare(a.client+a.resource+a.verb, b.client+b.resource+b.verb)
+	})
+	for _, k := range keys {
+		row(fmt.Sprintf("  %s %s %s", k.client, k.verb, k.resource), fmt.Sprintf("%.3f", r.calls[k]/float64(r.pods)), fmt.Sprintf("per pod (%.0f calls)", r.calls[k]))
+	}
+	exact := "yes"
+	if !r.exact.ok() {
+		exact = "NO"
+	}
+	row("exact at the end", exact, fmt.Sprintf("%d groups: %d with wrong counts; %d pods keep Muster's finalizer; %d stuck Terminating",
+		r.exact.groups, r.exact.wrong, r.exact.finalizersLeft, r.exact.terminatingLeft))
+	if r.burst.lateStarts > 0 {
+		row("note", fmt.Sprintf("%d late", r.burst.lateStarts), "burst pods started after the instant all were to finish: the accounting backlog was smaller")
+	}
+	_ = w.Flush()
+	fmt.Fprintf(out, "\nrun took %s\n", r.elapsed.Round(time.Second))
+}
+
+func perSec(v float64) string     { return fmt.Sprintf("%.0f/s", v) }
+func ms(d time.Duration) string   { return fmt.Sprintf("%dms", d.Milliseconds()) }
+func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{"no samples give zero", nil, 50, 0},
+		{"one sample is every percentile", ms(7), 99, 7 * time.Millisecond},
+		{"median of ten is the fifth by nearest rank", ms(10, 9, 8, 7, 6, 5, 4, 3, 2, 1), 50, 5 * time.Millisecond},
+		{"p90 of ten is the ninth", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 90, 9 * time.Millisecond},
+		{"p99 of ten is the largest", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10 * time.Millisecond},
+		{"p100 is the largest", ms(3, 1, 2), 100, 3 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.in, tt.p); got != tt.want {
+				t.Errorf("percentile(%v, %v) = %v, want %v", tt.in, tt.p, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSpanIgnoresZeroTimes(t *testing.T) {
+	base := time.Unix(1000, 0)
+	first, last := span([]time.Time{{}, base.Add(3 * time.Second), base, {}, base.Add(time.Second)})
+	if !first.Equal(base) || !last.Equal(base.Add(3*time.Second)) {
+		t.Errorf("span = %v..%v, want %v..%v", first, last, base, base.Add(3*time.Second))
+	}
+}
