@@ -142,7 +142,11 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 // markScheduled is step 7: it sets Scheduled=True, and startTime, once
 // minCount pods are bound to nodes. The condition never goes back.
 func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
-	if v.scheduled < minCount(pg) || !isAdmitted(pg) {
+	if !isAdmitted(pg) {
+		return
+	}
+	if v.scheduled < minCount(pg) {
+		markOtherGates(pg, v, now)
 		return
 	}
 	if setCondition(pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound,

@@ -17,6 +17,9 @@ type podView struct {
 
 	// gatedPods still carry the admission gate.
 	gatedPods []*corev1.Pod
+	// otherGated are live pods without the admission gate that are not bound
+	// because another tool's scheduling gate still holds them.
+	otherGated []*corev1.Pod
 	// finished are pods that ended (or count as ended) and still carry the
 	// tracking finalizer, keyed by UID, with the result they count as.
 	finished map[types.UID]podResult
@@ -73,6 +76,8 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 		if hasGate(p) {
 			v.gated++
 			v.gatedPods = append(v.gatedPods, p)
+		} else if len(p.Spec.SchedulingGates) > 0 && p.Spec.NodeName == "" && !terminal && !deleting {
+			v.otherGated = append(v.otherGated, p)
 		}
 		if p.Spec.NodeName != "" {
 			v.scheduled++

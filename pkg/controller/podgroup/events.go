@@ -23,5 +23,6 @@ const (
 	condReasonWaitingForPods        = "WaitingForPods"
 	condReasonSchedulingGated       = "SchedulingGated"
 	condReasonMinCountBound         = "MinCountBound"
+	condReasonOtherSchedulingGates  = "OtherSchedulingGates"
 	condReasonWaitingForReplacement = "WaitingForReplacement"
 )
