@@ -28,6 +28,7 @@ E2E_OLDEST_TESTS := \
 	TestGroupDeletedWhilePodsRun \
 	TestSchedulingGateHoldsPod \
 	TestGroupGates \
+	TestOtherToolsGateIsReported \
 	TestInvalidAnnotations \
 	TestMusterAdmissionChain \
 	TestUntouchedPods \
