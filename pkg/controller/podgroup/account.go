@@ -125,21 +125,28 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 	pg.Status.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: keepS, Failed: keepF}
 }
 
-// flushWait is how long until the group may write accounting status again.
+// flushWait is how long a refresh of the group's status, or a batch of
+// finished pods, waits before it is written: StatusBatchPeriod from the
+// first change that had to wait. So the pods of a gang that arrive, start
+// or finish together cost one write, not one per pod, and a decision
+// written meanwhile carries every waiting change along for free.
 func (c *Controller) flushWait(key string, now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	last, ok := c.lastFlush[key]
+	since, ok := c.batchStart[key]
 	if !ok {
-		return 0
+		c.batchStart[key] = now
+		since = now
 	}
-	return last.Add(c.cfg.StatusBatchPeriod).Sub(now)
+	return since.Add(c.cfg.StatusBatchPeriod).Sub(now)
 }
 
-func (c *Controller) markFlushed(key string, now time.Time) {
+// markFlushed ends the group's batch: the status just written carries
+// every change that waited.
+func (c *Controller) markFlushed(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastFlush[key] = now
+	delete(c.batchStart, key)
 }
 
 // accountingDone reports whether every finished pod is in the counters: a

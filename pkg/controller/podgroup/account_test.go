@@ -17,6 +17,7 @@ import (
 )
 
 func TestSyncAccount(t *testing.T) {
+	noBatching := func(c *Config) { c.StatusBatchPeriod = 0 }
 	cases := []struct {
 		name    string
 		cfg     func(*Config)
@@ -28,6 +29,7 @@ func TestSyncAccount(t *testing.T) {
 		check   func(t *testing.T, h *harness)
 	}{{
 		name: "finished pods are recorded in status before their finalizers come off, then counted in a later write",
+		cfg:  noBatching, // the order of writes, not their batching
 		objs: objects(admitted(3), newPod("ok", succeeded), newPod("bad", failed), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			calls := h.mutations()
@@ -59,6 +61,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name: "a counted pod is not counted again once the informer shows its finalizer gone",
+		cfg:  noBatching, // the order of writes, not their batching
 		objs: objects(admitted(3), newPod("ok", succeeded), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			h.step(time.Minute)
@@ -72,6 +75,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name: "stale cache after a crash-free removal: a pod awaiting its observed removal is not recorded again",
+		cfg:  noBatching, // the order of writes, not their batching
 		objs: objects(admitted(3), newPod("ok", succeeded), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			// The group's informer caught up, the pod's has not: it still shows the finalizer.
@@ -139,6 +143,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name: "a pod whose finalizer patch finds it gone is counted",
+		cfg:  noBatching, // the order of writes, not their batching
 		objs: objects(admitted(3), newPod("ok", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
 			h.deletePod("ok") // the cache still shows it.
@@ -153,6 +158,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name: "a failed finalizer removal keeps its pod uncounted and still counts the pods whose removal worked",
+		cfg:  noBatching, // the order of writes, not their batching
 		objs: objects(admitted(3), newPod("ok", succeeded), newPod("stuck", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
 			h.failPatches(apierrors.NewServiceUnavailable("injected"), "stuck")
@@ -175,6 +181,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name: "a running pod deleted past its grace period is counted as failed and released",
+		cfg:  noBatching, // the order of writes, not their batching
 		objs: objects(admitted(2), newPod("killed", running, deletedAt(t0.Add(-time.Second))), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			writes := h.statusWrites()
@@ -187,6 +194,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name:    "a running pod deleted within its grace period is not counted yet, and the sync comes back just after it",
+		cfg:     noBatching, // deletion, not batching
 		objs:    objects(admitted(2), newPod("leaving", running, deletedAt(t0.Add(10*time.Second))), newPod("busy", running)),
 		requeue: 11 * time.Second,
 		check: func(t *testing.T, h *harness) {
@@ -208,6 +216,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name:    "a deleted running pod that ends within its grace period counts by its phase",
+		cfg:     noBatching, // deletion, not batching
 		objs:    objects(admitted(2), newPod("leaving", running, deletedAt(t0.Add(10*time.Second))), newPod("busy", running)),
 		requeue: 11 * time.Second,
 		check: func(t *testing.T, h *harness) {
@@ -219,7 +228,7 @@ func TestSyncAccount(t *testing.T) {
 		},
 	}, {
 		name: "without fast release a deleted running pod stays active, and still counts as failed after its grace period",
-		cfg:  func(c *Config) { c.FastRelease = false },
+		cfg:  func(c *Config) { c.FastRelease = false; c.StatusBatchPeriod = 0 },
 		objs: objects(admitted(2), newPod("leaving", running, deletedAt(t0.Add(10*time.Second))), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
@@ -232,6 +241,7 @@ func TestSyncAccount(t *testing.T) {
 		requeue: 11 * time.Second,
 	}, {
 		name: "a deleted pod that never ran loses its finalizer without being counted",
+		cfg:  noBatching, // deletion, not batching
 		objs: objects(admitted(2), newPod("never-ran", ungated, deletedAt(t0.Add(30*time.Second))), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			if got := h.podPatches(); !slices.Equal(got["never-ran"], []string{finalizerPatch(newPod("never-ran"), 0)}) {
@@ -294,10 +304,14 @@ func TestSyncAccount(t *testing.T) {
 			wantCounts(t, h.group(), 500, 500)
 		},
 	}, {
-		name: "while pods are active, new UIDs wait for the status batch period",
-		objs: objects(admitted(3), newPod("a", succeeded), newPod("b", running), newPod("c", running)),
+		name:    "while pods are active, finished pods wait one batch period from the first of them, then go in one batch",
+		objs:    objects(admitted(3), newPod("a", succeeded), newPod("b", running), newPod("c", running)),
+		requeue: time.Second,
 		check: func(t *testing.T, h *harness) {
-			wantCounts(t, h.group(), 1, 0)
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("pods patched before the batch period ended: %v", got)
+			}
+			wantCounts(t, h.group(), 0, 0)
 			p := h.pod("b")
 			p.Status.Phase = corev1.PodSucceeded
 			h.setPod(p)
@@ -307,19 +321,22 @@ func TestSyncAccount(t *testing.T) {
 			if got := h.podPatches(); len(got) != 0 {
 				t.Errorf("pods patched within the batch period: %v", got)
 			}
-			for _, w := range h.statusWrites() {
-				wantUncounted(t, w, nil, nil)
+			if n := len(h.statusWrites()); n != 0 {
+				t.Errorf("%d status writes within the batch period, want 0", n)
 			}
-			wantCounts(t, h.group(), 1, 0)
 			h.step(900 * time.Millisecond)
 			wantCounts(t, h.group(), 2, 0)
-			if got := h.podPatches(); len(got["b"]) != 1 {
-				t.Errorf("b patches = %v, want 1", got["b"])
+			if n := len(h.statusWrites()); n != 2 {
+				t.Errorf("%d status writes for the batch, want 2: record, then count", n)
+			}
+			if got := h.podPatches(); len(got["a"]) != 1 || len(got["b"]) != 1 {
+				t.Errorf("patches = %v, want 1 each for a and b", got)
 			}
 		},
 	}, {
-		name: "the batch period never delays a group with nothing active left",
-		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", running)),
+		name:    "the batch period never delays a group with nothing active left",
+		objs:    objects(admitted(2), newPod("a", succeeded), newPod("b", running)),
+		requeue: time.Second,
 		check: func(t *testing.T, h *harness) {
 			p := h.pod("b")
 			p.Status.Phase = corev1.PodSucceeded
@@ -333,7 +350,7 @@ func TestSyncAccount(t *testing.T) {
 		name: "a full batch of 500 is recorded at once despite the batch period",
 		objs: objects(admitted(1), append(pods("p", 500, succeeded), newPod("busy", running))...),
 		setup: func(h *harness) {
-			h.c.markFlushed(testKey, t0.Add(-100*time.Millisecond))
+			h.c.flushWait(testKey, t0.Add(-100*time.Millisecond)) // a batch is waiting
 		},
 		check: func(t *testing.T, h *harness) {
 			wantCounts(t, h.group(), 500, 0)
@@ -342,9 +359,6 @@ func TestSyncAccount(t *testing.T) {
 		name: "a batch period of zero never defers",
 		cfg:  func(c *Config) { c.StatusBatchPeriod = 0 },
 		objs: objects(admitted(3), newPod("a", succeeded), newPod("b", running), newPod("c", running)),
-		setup: func(h *harness) {
-			h.c.markFlushed(testKey, t0)
-		},
 		check: func(t *testing.T, h *harness) {
 			wantCounts(t, h.group(), 1, 0)
 		},

@@ -58,8 +58,9 @@ type Controller struct {
 	// lastPodSeen is when the newest pod of a group was first seen, for the
 	// gate-removal latency metric.
 	lastPodSeen map[string]time.Time
-	// lastFlush is when a group's accounting status was last written.
-	lastFlush map[string]time.Time
+	// batchStart is when the first change of a group's status that waits
+	// for the batch period appeared; a status write ends the batch.
+	batchStart map[string]time.Time
 	// warned remembers, per pod, the reasons of the one-off events it was
 	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
 	warned map[types.UID]sets.Set[string]
@@ -100,7 +101,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		ungated:      newRemovalExpectations(hasGate),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
-		lastFlush:    map[string]time.Time{},
+		batchStart:   map[string]time.Time{},
 		warned:       map[types.UID]sets.Set[string]{},
 	}
 	if cfg.Admission == AdmissionCapacity {

@@ -48,9 +48,11 @@ func TestSyncFinish(t *testing.T) {
 			wantEvents(t, h.events())
 		},
 	}, {
-		name: "a group with an active pod does not finish",
-		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("c", running)),
+		name:    "a group with an active pod does not finish",
+		objs:    objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("c", running)),
+		requeue: time.Second, // the finished pods wait for the batch period while c runs.
 		check: func(t *testing.T, h *harness) {
+			h.step(time.Second)
 			pg := h.group()
 			wantCounts(t, pg, 2, 0)
 			wantNoCondition(t, pg, v1alpha1.ConditionFinished)
@@ -203,6 +205,9 @@ func TestSyncFinish(t *testing.T) {
 				p.Status.Phase = corev1.PodSucceeded
 				h.setPod(p)
 				h.step(2 * time.Second)
+				if i < 2 {
+					h.step(time.Second) // while others run, a finished pod waits one batch period.
+				}
 				wantCounts(t, h.group(), int32(i+1), 0)
 			}
 			h.step(time.Second)
@@ -210,7 +215,7 @@ func TestSyncFinish(t *testing.T) {
 			wantCounts(t, pg, 3, 0)
 			wantUncounted(t, pg, nil, nil)
 			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
-			wantTime(t, "completionTime", pg.Status.CompletionTime, t0.Add(7*time.Second))
+			wantTime(t, "completionTime", pg.Status.CompletionTime, t0.Add(9*time.Second)) // 1s, then 3s, 3s and 2s
 			if s := pg.Status; s.Pods != 3 || s.Active != 0 || s.Gated != 0 {
 				t.Errorf("pods/active/gated = %d/%d/%d, want 3/0/0", s.Pods, s.Active, s.Gated)
 			}

@@ -158,7 +158,7 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 		c.admission.poke()
 	}
 	c.mu.Lock()
-	delete(c.lastFlush, key)
+	delete(c.batchStart, key)
 	delete(c.lastPodSeen, key)
 	c.mu.Unlock()
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.

@@ -141,8 +141,8 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) { c.deletePodGroup(newGroup(2)) },
 		want:  []string{testKey},
 		check: func(t *testing.T, h *harness) {
-			if _, ok := h.c.lastFlush[testKey]; ok {
-				t.Errorf("lastFlush still remembered for a deleted group")
+			if _, ok := h.c.batchStart[testKey]; ok {
+				t.Errorf("batchStart still remembered for a deleted group")
 			}
 			// Else a group re-created with the same name, maybe days later,
 			// would report that long a gate-removal latency.
@@ -166,7 +166,7 @@ func TestHandlers(t *testing.T) {
 				h.c.warnOnce("uid-p-0", r, func() {})
 			}
 			h.c.warnOnce("uid-p-1", reasonWaitingForPodGroup, func() {})
-			h.c.markFlushed(testKey, t0.Add(-time.Second))
+			h.c.flushWait(testKey, t0.Add(-time.Second))
 			h.c.lastPodSeen[testKey] = t0.Add(-time.Second)
 			tc.event(h.c)
 			if got := h.queued(); !slices.Equal(got, tc.want) {

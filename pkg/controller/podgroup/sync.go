@@ -138,7 +138,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1al
 	if err != nil {
 		return nil, 0, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
-	c.markFlushed(key, now)
+	c.markFlushed(key)
 	return updated, 0, nil
 }
 

@@ -143,7 +143,8 @@ func TestSyncErrors(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, nil, tc.objs...)
+			// Errors, not batching: every change is written at once.
+			h := newHarness(t, func(c *Config) { c.StatusBatchPeriod = 0 }, tc.objs...)
 			if tc.setup != nil {
 				tc.setup(h)
 			}

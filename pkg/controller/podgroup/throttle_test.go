@@ -88,6 +88,8 @@ func TestWaitingEventOncePerReason(t *testing.T) {
 	h.addPod(newPod("p-1"))
 	h.step(2 * time.Second)
 	wantEvents(t, h.events())
+	h.step(time.Second) // the new count is a refresh: it waits one batch period.
+	wantEvents(t, h.events())
 	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, "has 2 of the 4 active pods it needs")
 }
 
