@@ -61,6 +61,9 @@ type Controller struct {
 	// batchStart is when the first change of a group's status that waits
 	// for the batch period appeared; a status write ends the batch.
 	batchStart map[string]time.Time
+	// written holds what the last status writes returned, until the
+	// informer shows them.
+	written *writtenGroups
 	// warned remembers, per pod, the reasons of the one-off events it was
 	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
 	warned map[types.UID]sets.Set[string]
@@ -102,6 +105,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		batchStart:   map[string]time.Time{},
+		written:      newWrittenGroups(),
 		warned:       map[types.UID]sets.Set[string]{},
 	}
 	if cfg.Admission == AdmissionCapacity {

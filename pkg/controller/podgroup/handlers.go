@@ -159,6 +159,7 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 	}
 	c.mu.Lock()
 	delete(c.batchStart, key)
+	c.written.forget(key)
 	delete(c.lastPodSeen, key)
 	c.mu.Unlock()
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.

@@ -36,6 +36,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	c.ungated.settle(key, pods)
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
+	if err == nil {
+		pg = c.written.fresh(key, pg)
+	}
 	if apierrors.IsNotFound(err) {
 		if !c.managedNamespace(namespace) {
 			return 0, c.releaseUnmanaged(ctx, key, pods)
@@ -129,16 +132,21 @@ func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1al
 	if equalStatus(pg, next) {
 		return pg, 0, nil
 	}
-	if !decisionChanged(pg, next) {
+	decision := decisionChanged(pg, next)
+	if !decision {
 		if wait := c.flushWait(key, now); wait > 0 {
 			return pg, wait, nil
 		}
+	}
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		logger.Info("Writing status", "decision", decision, "old", decisionsOf(&pg.Status), "new", decisionsOf(&next.Status))
 	}
 	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, statusUpdateOptions)
 	if err != nil {
 		return nil, 0, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	c.markFlushed(key)
+	c.written.wrote(key, pg, updated)
 	return updated, 0, nil
 }
 

@@ -119,7 +119,7 @@ func TestSyncErrors(t *testing.T) {
 			wantCounts(t, pg, 1, 0)
 		},
 	}, {
-		name: "a sync from a stale PodGroup cache fails with a Conflict and writes nothing",
+		name: "a sync from a stale PodGroup cache starts from the controller's own last write: no Conflict, nothing counted twice",
 		key:  testKey,
 		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
@@ -127,6 +127,33 @@ func TestSyncErrors(t *testing.T) {
 			h.observePods()
 			h.reset()
 			// Past the batch period, so that the refreshed counters are written.
+			h.clock.Step(2 * time.Second)
+		},
+		check: func(t *testing.T, h *harness) {
+			if got := h.mutations(); len(got) > 1 {
+				t.Errorf("calls = %q, want at most one status write", got)
+			}
+			pg := h.group()
+			wantCounts(t, pg, 1, 0)
+			wantUncounted(t, pg, nil, nil)
+			h.step(time.Second)
+			wantCounts(t, h.group(), 1, 0)
+		},
+	}, {
+		name: "a stale cache after someone else's write still fails with a Conflict and writes nothing",
+		key:  testKey,
+		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
+		setup: func(h *harness) {
+			h.sync() // counts ok; the group's cache does not see it.
+			pg := h.group()
+			pg.Status.Conditions[0].Message = "written by another client"
+			pg.ResourceVersion = "written-by-another-client"
+			if err := h.muster.Tracker().Update(podGroupsGVR, pg, testNS); err != nil {
+				t.Fatalf("updating group: %v", err)
+			}
+			h.setPod(newPod("busy", running, ready)) // something for the next sync to write
+			h.observePods()
+			h.reset()
 			h.clock.Step(2 * time.Second)
 		},
 		wantErr: true,
