@@ -73,4 +73,3 @@ func TestWebhookPathsKeepTheirConnection(t *testing.T) {
 		})
 	}
 }
-

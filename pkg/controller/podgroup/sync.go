@@ -83,11 +83,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	next.Status.ObservedGeneration = pg.Generation
 	// Step 8. A refresh this write defers is written again by step 13, which
 	// says when to flush it.
-	pg, _, err = c.writeStatus(ctx, key, pg, next, now)
+	pg, _, wrote, err := c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
 		return 0, err
 	}
-	view.written()
+	if wrote {
+		view.written()
+	}
 	if view.decisionApplied {
 		c.admission.recorded(key)
 	}
@@ -110,11 +112,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	next.Status.ObservedGeneration = pg.Generation
 	countRemoved(next, view, removed)                             // step 11
 	finishAfter := c.finish(next, view, removed, now)             // step 12
-	pg, flushAfter, err := c.writeStatus(ctx, key, pg, next, now) // step 13
+	pg, flushAfter, wrote, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
 		return 0, err
 	}
-	view.written()
+	if wrote {
+		view.written()
+	}
 	metrics.observeGroup(key, pg)
 	if removeErr != nil {
 		return 0, removeErr
@@ -127,15 +131,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // refreshes counters or messages is written at most once per
 // StatusBatchPeriod: then writeStatus keeps pg and says when to flush, so
 // that a gang whose pods change state together costs a few writes, not one
-// per pod event.
-func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1alpha1.PodGroup, now time.Time) (*v1alpha1.PodGroup, time.Duration, error) {
+// per pod event. wrote says whether it wrote: only then do the side effects
+// of the decisions in next (podView.onceWritten) happen.
+func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1alpha1.PodGroup, now time.Time) (stored *v1alpha1.PodGroup, flushAfter time.Duration, wrote bool, err error) {
 	if equalStatus(pg, next) {
-		return pg, 0, nil
+		return pg, 0, false, nil
 	}
 	decision := decisionChanged(pg, next)
 	if !decision {
 		if wait := c.flushWait(key, now); wait > 0 {
-			return pg, wait, nil
+			return pg, wait, false, nil
 		}
 	}
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
@@ -143,11 +148,11 @@ func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1al
 	}
 	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, statusUpdateOptions)
 	if err != nil {
-		return nil, 0, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+		return nil, 0, false, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	c.markFlushed(key)
 	c.written.wrote(key, pg, updated)
-	return updated, 0, nil
+	return updated, 0, true, nil
 }
 
 func moreToRecordDelay(more bool) time.Duration {
