@@ -20,6 +20,7 @@ type burst struct {
 	ungateRate  float64       // pods Muster released per second, from one backlog
 	accountRate float64       // finished pods Muster accounted per second
 	accountTime time.Duration // from the first pod finished to the last finalizer removed
+	finishSpan  time.Duration // from the first pod finished to the last: how fast kwok ended them
 	lateStarts  int           // pods that were not Running yet when all were to finish
 }
 
@@ -88,9 +89,10 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 			r.lateStarts++
 		}
 	}
-	firstFinished, _ := span(finished)
+	firstFinished, lastFinished := span(finished)
 	_, lastFreed := span(freed)
 	r.accountTime = lastFreed.Sub(firstFinished)
+	r.finishSpan = lastFinished.Sub(firstFinished)
 	r.accountRate = rate(n, r.accountTime)
 	logf("burst: create %.0f/s, release %.0f/s, account %.0f/s", r.createRate, r.ungateRate, r.accountRate)
 	groups := groupPods{}

@@ -28,6 +28,7 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 	row("accounting lag p50 / p99", fmt.Sprintf("%s / %s", ms(percentile(r.lat.accountLag, 50)), ms(percentile(r.lat.accountLag, 99))), "pod finished -> finalizer removed")
 	row("accounted pods/s (one backlog)", perSec(r.burst.accountRate), fmt.Sprintf("%.2f x raw finalizer removal %s", ratio(r.burst.accountRate, r.base.finalizerRate), perSec(r.base.finalizerRate)))
 	row(fmt.Sprintf("accounting %d finished pods", r.burst.pods), secs(r.burst.accountTime), fmt.Sprintf("%.2f x raw time %s to remove %d finalizers", ratio(r.burst.accountTime.Seconds(), r.base.finalizerTime.Seconds()), secs(r.base.finalizerTime), r.base.pods))
+	row("  of which kwok ending the pods", secs(r.burst.finishSpan), "first pod finished -> last pod finished: the backlog cannot be accounted faster")
 	row("API writes per pod", fmt.Sprintf("%.2f", r.calls.writes()/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
 	keys := make([]callKey, 0, len(r.calls))
 	for k := range r.calls {
