@@ -38,7 +38,10 @@ E2E_OLDEST_TESTS := \
 	TestCapacityPriority \
 	TestCapacityFastRelease \
 	TestCapacityLeaderKilledMidRelease \
-	TestCapacityGangLargerThanCluster
+	TestCapacityGangLargerThanCluster \
+	TestPolicyGroupLabelImmutable \
+	TestPolicyFinalizerRemovableWithoutMuster \
+	TestPolicyMusterWritesConfined
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.

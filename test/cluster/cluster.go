@@ -38,9 +38,13 @@ type Cluster struct {
 	// is not run.
 	MusterURL string
 
-	musterPort       int
-	musterKubeconfig string
-	muster           *process
+	musterPort int
+	// webhookValidatesUpdates is set on clusters that do not serve
+	// ValidatingAdmissionPolicy: the validating webhook then checks pod
+	// updates in the policy's place.
+	webhookValidatesUpdates bool
+	musterKubeconfig        string
+	muster                  *process
 
 	mu       sync.Mutex
 	procs    []*process

@@ -11,9 +11,21 @@ import (
 )
 
 // registerWebhooks registers Muster's pod webhooks with kube-apiserver,
-// pointing at the local process by URL and trusting it through caBundle.
-// They are built by the same code that documents the deployed ones.
+// pointing at the local process by URL and trusting it through caBundle,
+// and Muster's admission policies where the cluster serves them (else the
+// validating webhook checks updates). They are built by the same code that
+// documents the deployed ones.
 func (c *Cluster) registerWebhooks(ctx context.Context) error {
+	served, err := c.servesAdmissionPolicies()
+	if err != nil {
+		return err
+	}
+	c.webhookValidatesUpdates = !served
+	if served {
+		if err := c.registerPolicies(ctx); err != nil {
+			return err
+		}
+	}
 	return c.PointWebhooksAt(ctx, c.MusterURL)
 }
 
@@ -25,7 +37,7 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	if err != nil {
 		return fmt.Errorf("reading CA bundle: %w", err)
 	}
-	cfg := pods.Config{URL: baseURL, CABundle: caBundle}
+	cfg := pods.Config{URL: baseURL, CABundle: caBundle, ValidateUpdates: c.webhookValidatesUpdates}
 	mutating, err := pods.MutatingWebhookConfiguration(cfg)
 	if err != nil {
 		return err

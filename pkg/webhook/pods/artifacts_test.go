@@ -51,3 +51,37 @@ func TestArtifactsMatchBuilder(t *testing.T) {
 		t.Errorf("validating webhooks differ from the builder:\n%s", diff.Diff(wantV.Webhooks, validating.Webhooks))
 	}
 }
+
+// TestPolicyArtifactsMatchBuilder keeps artifacts/base/policies.yaml in step
+// with the policies and bindings this package builds for the local cluster.
+func TestPolicyArtifactsMatchBuilder(t *testing.T) {
+	data, err := os.ReadFile("../../../artifacts/base/policies.yaml")
+	if err != nil {
+		t.Fatalf("reading artifacts: %v", err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	want := []any{
+		LabelsPolicy(),
+		PolicyBinding(Config{}, LabelsPolicyName),
+		WritesPolicy("muster-system", "muster-apiserver"),
+		WritesPolicyBinding(),
+	}
+	if len(docs) != len(want) {
+		t.Fatalf("policies.yaml has %d documents, want %d", len(docs), len(want))
+	}
+	for i, w := range want {
+		var got any
+		switch w.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			got = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		default:
+			got = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		}
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), got); err != nil {
+			t.Fatalf("decoding document %d: %v", i, err)
+		}
+		if !apiequality.Semantic.DeepEqual(w, got) {
+			t.Errorf("document %d differs from the builder:\n%s", i, diff.Diff(w, got))
+		}
+	}
+}

@@ -51,6 +51,12 @@ type Config struct {
 	// NamespaceSelector limits the webhook to matching namespaces; nil means
 	// DefaultNamespaceSelector.
 	NamespaceSelector *metav1.LabelSelector
+	// ValidateUpdates sends pod updates to the validating webhook too. Set
+	// it only on clusters that do not serve ValidatingAdmissionPolicy: where
+	// they do, LabelsPolicy checks updates inside kube-apiserver, and pod
+	// updates (Muster's own gate and finalizer patches, and a user's removal
+	// of the finalizer) never wait on, or fail with, a Muster replica.
+	ValidateUpdates bool
 }
 
 // DefaultNamespaceSelector is the controller's default selector,
@@ -95,11 +101,16 @@ func MutatingWebhookConfiguration(c Config) (*admissionregistrationv1.MutatingWe
 }
 
 // ValidatingWebhookConfiguration returns the configuration that sends pod
-// creates and updates with the group label to ValidatePath.
+// creates with the group label to ValidatePath, and updates too when
+// c.ValidateUpdates is set.
 func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	client, err := c.clientConfig(ValidatePath)
 	if err != nil {
 		return nil, err
+	}
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	if c.ValidateUpdates {
+		ops = append(ops, admissionregistrationv1.Update)
 	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
@@ -107,7 +118,7 @@ func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.Validati
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    ValidatingWebhookName,
 			ClientConfig:            client,
-			Rules:                   podRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Rules:                   podRules(ops...),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector:       c.namespaceSelector(),

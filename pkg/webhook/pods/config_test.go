@@ -27,6 +27,12 @@ func TestWebhookConfigurations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fallbackCfg := cfg
+	fallbackCfg.ValidateUpdates = true
+	fallback, err := ValidatingWebhookConfiguration(fallbackCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if m.Name != ConfigurationName || v.Name != ConfigurationName {
 		t.Errorf("names %q and %q, want %q", m.Name, v.Name, ConfigurationName)
 	}
@@ -36,7 +42,7 @@ func TestWebhookConfigurations(t *testing.T) {
 	if len(m.Webhooks) != 1 || len(v.Webhooks) != 1 {
 		t.Fatalf("want one webhook each, got %d and %d", len(m.Webhooks), len(v.Webhooks))
 	}
-	mw, vw := m.Webhooks[0], v.Webhooks[0]
+	mw, vw, fw := m.Webhooks[0], v.Webhooks[0], fallback.Webhooks[0]
 	if *mw.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
 		t.Errorf("reinvocationPolicy %v", *mw.ReinvocationPolicy)
 	}
@@ -59,6 +65,9 @@ func TestWebhookConfigurations(t *testing.T) {
 		{"mutating", mw.Name, mw.ClientConfig, mw.Rules, mw.FailurePolicy, mw.MatchPolicy, mw.NamespaceSelector, mw.ObjectSelector, mw.SideEffects, mw.TimeoutSeconds, mw.AdmissionReviewVersions,
 			MutatingWebhookName, "https://127.0.0.1:8443/webhooks/pods/mutate", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
 		{"validating", vw.Name, vw.ClientConfig, vw.Rules, vw.FailurePolicy, vw.MatchPolicy, vw.NamespaceSelector, vw.ObjectSelector, vw.SideEffects, vw.TimeoutSeconds, vw.AdmissionReviewVersions,
+			ValidatingWebhookName, "https://127.0.0.1:8443/webhooks/pods/validate", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
+		// On a cluster without ValidatingAdmissionPolicy, the webhook checks updates too.
+		{"validating fallback", fw.Name, fw.ClientConfig, fw.Rules, fw.FailurePolicy, fw.MatchPolicy, fw.NamespaceSelector, fw.ObjectSelector, fw.SideEffects, fw.TimeoutSeconds, fw.AdmissionReviewVersions,
 			ValidatingWebhookName, "https://127.0.0.1:8443/webhooks/pods/validate", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}},
 	}
 	for _, w := range common {

@@ -1,0 +1,47 @@
+package pods
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Helpers that spell CEL expressions over the admitted pod, so that the
+// policies say each rule once and a field that may be absent is never read
+// without its has() guard (reading an absent field is a CEL error, and an
+// error is a denial under failurePolicy Fail).
+
+// celOpt is the value at path on root (object or oldObject) as a list of
+// zero or one element: [] when it, or any field on the way, is absent. Two of
+// them compare equal exactly when the field is unchanged, absence included.
+// path is dotted from the root, such as "spec.affinity.podAffinity"; its
+// first element must always be present (metadata, spec).
+func celOpt(root, path string) string {
+	parts := strings.Split(path, ".")
+	var guards []string
+	for i := 1; i < len(parts); i++ {
+		guards = append(guards, fmt.Sprintf("has(%s.%s)", root, strings.Join(parts[:i+1], ".")))
+	}
+	return fmt.Sprintf("(%s ? [%s.%s] : [])", strings.Join(guards, " && "), root, path)
+}
+
+// celUnchanged holds when the field at path is the same on the old and the
+// new pod, absence included.
+func celUnchanged(path string) string {
+	return celOpt("object", path) + " == " + celOpt("oldObject", path)
+}
+
+// celKeyOpt is the value of key in the map at path on root as a list of zero
+// or one element.
+func celKeyOpt(root, path, key string) string {
+	return fmt.Sprintf("(has(%[1]s.%[2]s) && %[3]s in %[1]s.%[2]s ? [%[1]s.%[2]s[%[3]s]] : [])", root, path, celString(key))
+}
+
+// celList is the list at path on root, or [] when it is absent.
+func celList(root, path string) string {
+	return fmt.Sprintf("(has(%[1]s.%[2]s) ? %[1]s.%[2]s : [])", root, path)
+}
+
+// celString quotes s as a single-quoted CEL string literal.
+func celString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}

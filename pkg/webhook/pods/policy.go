@@ -1,0 +1,148 @@
+package pods
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// LabelsPolicyName names the ValidatingAdmissionPolicy, and its binding, that
+// check updates of labelled pods in place of the validating webhook. It runs
+// inside kube-apiserver: no network hop, and no outage when no Muster replica
+// answers, so a user can always remove Muster's finalizer by hand.
+const LabelsPolicyName = "muster-pod-labels"
+
+// DNS-1123 names, as k8s.io/apimachinery/pkg/util/validation spells them.
+const (
+	dns1123LabelRegexp     = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	dns1123SubdomainRegexp = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// minCountRegexp bounds the digits, so int() cannot overflow; the
+	// range check after it then matches scheduling.ParseMinCount.
+	minCountRegexp = `^[+]?0*[0-9]{1,10}$`
+)
+
+// LabelsPolicy returns the policy that enforces, on every update of a pod
+// with the group label (through pods and pods/status alike), what the
+// validating webhook enforced: the group and managed labels are immutable,
+// and Muster's annotations are well formed when they change. Values that did
+// not change are not checked again, so a pod stored before the rules existed
+// stays updatable.
+func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	labels, annotations := "metadata.labels", "metadata.annotations"
+	vars := []admissionregistrationv1.Variable{
+		{Name: "newGroup", Expression: celKeyOpt("object", labels, scheduling.PodGroupLabel)},
+		{Name: "oldGroup", Expression: celKeyOpt("oldObject", labels, scheduling.PodGroupLabel)},
+		{Name: "newManaged", Expression: celKeyOpt("object", labels, scheduling.ManagedLabel)},
+		{Name: "oldManaged", Expression: celKeyOpt("oldObject", labels, scheduling.ManagedLabel)},
+		{Name: "newMinCount", Expression: celKeyOpt("object", annotations, scheduling.MinCountAnnotation)},
+		{Name: "oldMinCount", Expression: celKeyOpt("oldObject", annotations, scheduling.MinCountAnnotation)},
+		{Name: "newWorkload", Expression: celKeyOpt("object", annotations, scheduling.WorkloadAnnotation)},
+		{Name: "oldWorkload", Expression: celKeyOpt("oldObject", annotations, scheduling.WorkloadAnnotation)},
+		{Name: "newTemplate", Expression: celKeyOpt("object", annotations, scheduling.TemplateAnnotation)},
+		{Name: "oldTemplate", Expression: celKeyOpt("oldObject", annotations, scheduling.TemplateAnnotation)},
+		{Name: "workloadRefChanged", Expression: "variables.newWorkload != variables.oldWorkload || variables.newTemplate != variables.oldTemplate"},
+	}
+	validations := []admissionregistrationv1.Validation{
+		immutableLabel("Group", scheduling.PodGroupLabel, "a pod joins a gang only when it is created; create a new pod with the label instead"),
+		immutableLabel("Managed", scheduling.ManagedLabel, "only Muster's webhook sets it, when it adds the admission gate and tracking finalizer at creation"),
+		{
+			Expression: fmt.Sprintf("variables.newMinCount.size() == 0 || variables.newMinCount == variables.oldMinCount || "+
+				"(variables.newMinCount[0].matches('%s') && int(variables.newMinCount[0]) >= 1 && int(variables.newMinCount[0]) <= 2147483647)", minCountRegexp),
+			MessageExpression: invalidMessage(annotations, scheduling.MinCountAnnotation, "variables.newMinCount[0]", `must be a positive 32-bit integer in base 10, such as "8"`),
+			Reason:            ptr.To(metav1.StatusReasonInvalid),
+		},
+		{
+			Expression: fmt.Sprintf("!variables.workloadRefChanged || variables.newWorkload.size() == 0 || "+
+				"(variables.newWorkload[0].size() <= 253 && variables.newWorkload[0].matches('%s'))", dns1123SubdomainRegexp),
+			MessageExpression: invalidMessage(annotations, scheduling.WorkloadAnnotation, "variables.newWorkload[0]",
+				"must be the name of a Workload in the pod's namespace: a lowercase RFC 1123 subdomain of at most 253 characters"),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
+		{
+			Expression: fmt.Sprintf("!variables.workloadRefChanged || variables.newTemplate.size() == 0 || "+
+				"(variables.newTemplate[0].size() <= 63 && variables.newTemplate[0].matches('%s'))", dns1123LabelRegexp),
+			MessageExpression: invalidMessage(annotations, scheduling.TemplateAnnotation, "variables.newTemplate[0]",
+				"must be the name of a pod-group template of the Workload: a lowercase RFC 1123 label of at most 63 characters"),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
+		{
+			Expression: "!variables.workloadRefChanged || variables.newWorkload.size() == variables.newTemplate.size()",
+			MessageExpression: fmt.Sprintf("variables.newWorkload.size() == 0 ? %s : %s",
+				celString(fmt.Sprintf("metadata.annotations[%s]: Required value: must be set when %s is set", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)),
+				celString(fmt.Sprintf("metadata.annotations[%s]: Required value: must be set when %s is set", scheduling.TemplateAnnotation, scheduling.WorkloadAnnotation))),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
+	}
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: LabelsPolicyName},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				// The binding narrows this to Muster's namespaces.
+				ObjectSelector: objectSelector(),
+				MatchPolicy:    ptr.To(admissionregistrationv1.Equivalent),
+				ResourceRules:  policyPodRules("pods", "pods/status"),
+			},
+			Variables:   vars,
+			Validations: validations,
+		},
+	}
+}
+
+// immutableLabel is the validation that forbids adding, changing or removing
+// the label key on update, with the messages validateLabelImmutable gives;
+// v names the variables new<v> and old<v> that hold the label's value.
+func immutableLabel(v, key, why string) admissionregistrationv1.Validation {
+	newV, oldV := "variables.new"+v, "variables.old"+v
+	prefix := fmt.Sprintf("metadata.labels[%s]: ", key)
+	return admissionregistrationv1.Validation{
+		Expression: newV + " == " + oldV,
+		MessageExpression: fmt.Sprintf("%[2]s.size() == 0 ? %[3]s : %[1]s.size() == 0 ? %[4]s + %[2]s[0] + '\")' : "+
+			"%[5]s + %[1]s[0] + %[6]s + %[2]s[0] + '\")'",
+			newV, oldV,
+			celString(prefix+"Forbidden: cannot be added to an existing pod: "+why),
+			celString(prefix+`Forbidden: cannot be removed: the label is immutable once set (it was "`),
+			celString(prefix+`Invalid value: "`),
+			celString(`": field is immutable: the label cannot change once set (it was "`)),
+		Reason: ptr.To(metav1.StatusReasonInvalid),
+	}
+}
+
+// invalidMessage is a messageExpression in field.Invalid's format for the
+// value expression value of key in the map at path.
+func invalidMessage(path, key, value, detail string) string {
+	return fmt.Sprintf(`%s + %s + '": ' + %s`, celString(fmt.Sprintf(`%s[%s]: Invalid value: "`, path, key)), value, celString(detail))
+}
+
+// policyPodRules matches updates of the pods resources named.
+func policyPodRules(resources ...string) []admissionregistrationv1.NamedRuleWithOperations {
+	return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   resources,
+			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+		},
+	}}}
+}
+
+// PolicyBinding binds policy to the pods of the namespaces c selects, the
+// same namespaces as the webhooks and the controller, and denies what it
+// rejects.
+func PolicyBinding(c Config, policy string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: policy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: c.namespaceSelector()},
+		},
+	}
+}

@@ -1,0 +1,44 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/webhook/pods"
+)
+
+// servesAdmissionPolicies reports whether kube-apiserver serves
+// ValidatingAdmissionPolicy in admissionregistration.k8s.io/v1.
+func (c *Cluster) servesAdmissionPolicies() (bool, error) {
+	resources, err := c.Client.Discovery().ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", admissionregistrationv1.SchemeGroupVersion, err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == "validatingadmissionpolicies" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// registerPolicies creates Muster's ValidatingAdmissionPolicies and their
+// bindings, as artifacts/base/policies.yaml does.
+func (c *Cluster) registerPolicies(ctx context.Context) error {
+	api := c.Client.AdmissionregistrationV1()
+	for _, p := range []*admissionregistrationv1.ValidatingAdmissionPolicy{pods.LabelsPolicy(), pods.WritesPolicy(MusterNamespace, MusterService)} {
+		if _, err := api.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating policy %s: %w", p.Name, err)
+		}
+	}
+	for _, b := range []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName), pods.WritesPolicyBinding()} {
+		if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating policy binding %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
