@@ -184,4 +184,11 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 			}
 		})
 	}
+
+	// Adoption: Muster puts its finalizer back on a running pod that lacks it.
+	bare := createPod(t, ctx, newPod(ns, "untracked", podOpts{}))
+	adopt := []byte(`{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `"]}}`)
+	if _, err := muster.CoreV1().Pods(ns).Patch(ctx, bare.Name, types.MergePatchType, adopt, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("Muster adding its finalizer: %v", err)
+	}
 }

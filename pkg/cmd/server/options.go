@@ -143,6 +143,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg.OpenAPIV3Config.Info.Title = "Muster"
 	cfg.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+	cfg.BuildHandlerChainFunc = keepWebhookConnections(cfg.BuildHandlerChainFunc)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 
 	if err := o.RecommendedOptions.ApplyTo(cfg); err != nil {

@@ -77,16 +77,23 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 	}
+	p := podUpdatePolicy(LabelsPolicyName, vars, validations)
+	// The binding narrows this to Muster's namespaces.
+	p.Spec.MatchConstraints.ObjectSelector = objectSelector()
+	return p
+}
+
+// podUpdatePolicy is a policy that checks validations on updates of pods,
+// through pods and pods/status, failing closed.
+func podUpdatePolicy(name string, vars []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: LabelsPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				// The binding narrows this to Muster's namespaces.
-				ObjectSelector: objectSelector(),
-				MatchPolicy:    ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules:  policyPodRules("pods", "pods/status"),
+				MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
+				ResourceRules: policyPodRules("pods", "pods/status"),
 			},
 			Variables:   vars,
 			Validations: validations,

@@ -91,23 +91,12 @@ func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdm
 			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
 			fmt.Sprintf("it may only add a %s In [node] requirement to the terms", pin.Key)),
 	}
-	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: WritesPolicyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: policyPodRules("pods", "pods/status"),
-			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "muster-service-account",
-				Expression: "request.userInfo.username == " + celString(user),
-			}},
-			Variables:   vars,
-			Validations: validations,
-		},
-	}
+	p := podUpdatePolicy(WritesPolicyName, vars, validations)
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{
+		Name:       "muster-service-account",
+		Expression: "request.userInfo.username == " + celString(user),
+	}}
+	return p
 }
 
 // WritesPolicyBinding binds WritesPolicy in every namespace, not only those
