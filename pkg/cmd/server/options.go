@@ -60,6 +60,9 @@ func NewOptions() *Options {
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// kube-apiserver calls the pod webhook without credentials: its paths
+	// skip authorization (authentication still runs, as anonymous).
+	o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, webhookPathPrefix+"*")
 	registerAdmission(o.RecommendedOptions.Admission)
 	return o
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
+// webhookPathPrefix is where the pod webhook is served.
+const webhookPathPrefix = "/webhooks/"
+
 // NewCommand returns the muster-apiserver command.
 func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	cmd := &cobra.Command{
@@ -55,12 +58,13 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	webhook := pods.NewHandler(klog.FromContext(ctx).WithName("webhook"))
-	cfg.GenericConfig.BuildHandlerChainFunc = withWebhookPaths(cfg.GenericConfig.BuildHandlerChainFunc, webhook)
 	server, err := cfg.Complete().New()
 	if err != nil {
 		return err
 	}
+	webhook := pods.NewHandler(klog.FromContext(ctx).WithName("webhook"))
+	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(pods.MutatePath, webhook)
+	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(pods.ValidatePath, webhook)
 	if o.Standalone {
 		klog.FromContext(ctx).Info("Running standalone: loopback only, no delegated authentication, no controller")
 	}
