@@ -37,6 +37,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.GangSchedulingPolicy{}.OpenAPIModelName():      schema_pkg_apis_scheduling_v1alpha1_GangSchedulingPolicy(ref),
 		v1alpha1.PodGroup{}.OpenAPIModelName():                  schema_pkg_apis_scheduling_v1alpha1_PodGroup(ref),
 		v1alpha1.PodGroupList{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PodGroupList(ref),
+		v1alpha1.PodGroupRole{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PodGroupRole(ref),
+		v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName():        schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleStatus(ref),
+		v1alpha1.PodGroupRoleTemplate{}.OpenAPIModelName():      schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleTemplate(ref),
 		v1alpha1.PodGroupSchedulingGate{}.OpenAPIModelName():    schema_pkg_apis_scheduling_v1alpha1_PodGroupSchedulingGate(ref),
 		v1alpha1.PodGroupSchedulingPolicy{}.OpenAPIModelName():  schema_pkg_apis_scheduling_v1alpha1_PodGroupSchedulingPolicy(ref),
 		v1alpha1.PodGroupSpec{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PodGroupSpec(ref),
@@ -242,6 +245,162 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupList(ref common.ReferenceCallba
 	}
 }
 
+func schema_pkg_apis_scheduling_v1alpha1_PodGroupRole(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodGroupRole is one shape of pod in a gang of several shapes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name identifies the role; a DNS label.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Count is how many active pods of this role the gang needs; at least 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template gives what capacity-aware admission needs to know of the role's pods before they exist. Required when createdLater is true.",
+							Ref:         ref(v1alpha1.PodGroupRoleTemplate{}.OpenAPIModelName()),
+						},
+					},
+					"createdLater": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreatedLater marks a role whose pods are created by another pod of the group once that one runs, such as Spark executors created by the driver: the gang is admitted with capacity reserved for them.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "count"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PodGroupRoleTemplate{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodGroupRoleStatus counts the pods of one role.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the role's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"active": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Active is the number of the role's pods that are neither terminal nor being deleted.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"succeeded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Succeeded is the number of the role's pods that ended successfully, counted once each.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed is the number of the role's pods that failed, counted once each.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleTemplate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodGroupRoleTemplate holds the fields of a pod that decide where it fits.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requests are the resources one pod of the role requests, as the sum of its containers' requests.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeSelector is the pods' spec.nodeSelector.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"nodeAffinity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeAffinity is the pods' spec.affinity.nodeAffinity.",
+							Ref:         ref("k8s.io/api/core/v1.NodeAffinity"),
+						},
+					},
+					"tolerations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tolerations are the pods' spec.tolerations.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("k8s.io/api/core/v1.Toleration"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/api/core/v1.NodeAffinity", "k8s.io/api/core/v1.Toleration", resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_scheduling_v1alpha1_PodGroupSchedulingGate(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -353,11 +512,32 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupSpec(ref common.ReferenceCallba
 							Format:      "int32",
 						},
 					},
+					"roles": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Roles split the gang into pods of different shapes (KEP-976): at most 8, each named by a DNS label that the role's pods carry in the label scheduling.muster.dev/role. When set, schedulingPolicy must be a gang whose minCount is the sum of the counts, and the gang is complete when every role has its count of active pods. After creation only the counts may change, as minCount may.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PodGroupRole{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PodGroupSchedulingGate{}.OpenAPIModelName(), v1alpha1.PodGroupSchedulingPolicy{}.OpenAPIModelName(), v1alpha1.WorkloadReference{}.OpenAPIModelName()},
+			v1alpha1.PodGroupRole{}.OpenAPIModelName(), v1alpha1.PodGroupSchedulingGate{}.OpenAPIModelName(), v1alpha1.PodGroupSchedulingPolicy{}.OpenAPIModelName(), v1alpha1.WorkloadReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -475,6 +655,27 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 							},
 						},
 					},
+					"roles": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Roles count the pods of each of spec.roles, as active, succeeded and failed count all of the group's pods.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"admissionTime": {
 						SchemaProps: spec.SchemaProps{
 							Description: "AdmissionTime is when the group was admitted.",
@@ -504,7 +705,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName(), v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -537,12 +738,33 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref common.ReferenceCa
 							Format:      "int32",
 						},
 					},
+					"roles": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Roles split the gang into pods of different shapes (KEP-976): at most 8, each named by a DNS label that the role's pods carry in the label scheduling.muster.dev/role. When set, schedulingPolicy must be a gang whose minCount is the sum of the counts, and the gang is complete when every role has its count of active pods. After creation only the counts may change, as minCount may.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PodGroupRole{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"name", "schedulingPolicy"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PodGroupSchedulingPolicy{}.OpenAPIModelName()},
+			v1alpha1.PodGroupRole{}.OpenAPIModelName(), v1alpha1.PodGroupSchedulingPolicy{}.OpenAPIModelName()},
 	}
 }
 
