@@ -209,6 +209,9 @@ type PodGroupRoleStatus struct {
 	Active    int32
 	Succeeded int32
 	Failed    int32
+	// UncountedTerminatedPods are the role's share of the group's, so that
+	// a pod counted after it is gone is counted in its role.
+	UncountedTerminatedPods *UncountedTerminatedPods
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods whose tracking

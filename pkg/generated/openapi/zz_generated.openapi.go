@@ -573,10 +573,18 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleStatus(ref common.Reference
 							Format:      "int32",
 						},
 					},
+					"uncountedTerminatedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UncountedTerminatedPods are the UIDs of status.uncountedTerminatedPods that are this role's pods: a pod is counted in its role in the same write that counts it in the group, even when the pod is gone by then.",
+							Ref:         ref(v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"name"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName()},
 	}
 }
 

@@ -392,6 +392,11 @@ type PodGroupRoleStatus struct {
 	// Failed is the number of the role's pods that failed, counted once each.
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
+	// UncountedTerminatedPods are the UIDs of status.uncountedTerminatedPods
+	// that are this role's pods: a pod is counted in its role in the same
+	// write that counts it in the group, even when the pod is gone by then.
+	// +optional
+	UncountedTerminatedPods *UncountedTerminatedPods `json:"uncountedTerminatedPods,omitempty"`
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods that are not yet

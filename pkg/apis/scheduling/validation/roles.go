@@ -153,6 +153,9 @@ func validateRoleStatuses(statuses []scheduling.PodGroupRoleStatus, roles []sche
 		}{{"active", s.Active}, {"succeeded", s.Succeeded}, {"failed", s.Failed}} {
 			allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), p.Child(c.name))...)
 		}
+		if u := s.UncountedTerminatedPods; u != nil {
+			allErrs = append(allErrs, validateUncounted(u, p.Child("uncountedTerminatedPods"))...)
+		}
 	}
 	return allErrs
 }

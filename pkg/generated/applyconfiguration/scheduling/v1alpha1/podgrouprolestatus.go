@@ -31,6 +31,10 @@ type PodGroupRoleStatusApplyConfiguration struct {
 	Succeeded *int32 `json:"succeeded,omitempty"`
 	// Failed is the number of the role's pods that failed, counted once each.
 	Failed *int32 `json:"failed,omitempty"`
+	// UncountedTerminatedPods are the UIDs of status.uncountedTerminatedPods
+	// that are this role's pods: a pod is counted in its role in the same
+	// write that counts it in the group, even when the pod is gone by then.
+	UncountedTerminatedPods *UncountedTerminatedPodsApplyConfiguration `json:"uncountedTerminatedPods,omitempty"`
 }
 
 // PodGroupRoleStatusApplyConfiguration constructs a declarative configuration of the PodGroupRoleStatus type for use with
@@ -68,5 +72,13 @@ func (b *PodGroupRoleStatusApplyConfiguration) WithSucceeded(value int32) *PodGr
 // If called multiple times, the Failed field is set to the value of the last call.
 func (b *PodGroupRoleStatusApplyConfiguration) WithFailed(value int32) *PodGroupRoleStatusApplyConfiguration {
 	b.Failed = &value
+	return b
+}
+
+// WithUncountedTerminatedPods sets the UncountedTerminatedPods field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UncountedTerminatedPods field is set to the value of the last call.
+func (b *PodGroupRoleStatusApplyConfiguration) WithUncountedTerminatedPods(value *UncountedTerminatedPodsApplyConfiguration) *PodGroupRoleStatusApplyConfiguration {
+	b.UncountedTerminatedPods = value
 	return b
 }
