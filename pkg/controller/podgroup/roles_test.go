@@ -1,7 +1,6 @@
 package podgroup
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -96,40 +95,21 @@ func TestSyncRolesCountedExactlyOnce(t *testing.T) {
 		}
 		return objects(admitted(5, spark), ps...)
 	}
-	for k := 0; ; k++ {
-		h := newHarness(t, nil, start()...)
-		writes := 0
-		crashed := false
-		crash := func() (bool, runtime.Object, error) {
-			if writes >= k {
-				crashed = true
-				return true, nil, errors.New("crashed")
+	forEachCrashPoint(t, start, func(t *testing.T, h *harness) {
+		// The kubelet deletes a finished pod once nothing holds it.
+		var left []runtime.Object
+		for _, o := range h.snapshot() {
+			if p, ok := o.(*corev1.Pod); ok && !hasTrackingFinalizer(p) {
+				continue
 			}
-			writes++
-			return false, nil, nil
+			left = append(left, o)
 		}
-		h.kube.PrependReactor("patch", "pods", func(a k8sAction) (bool, runtime.Object, error) { return crash() })
-		h.muster.PrependReactor("update", "podgroups", func(a k8sAction) (bool, runtime.Object, error) { return crash() })
-		_, _ = h.c.sync(t.Context(), testKey)
-		if !crashed {
-			break
-		}
-		t.Run(fmt.Sprintf("crash after %d writes", k), func(t *testing.T) {
-			// The kubelet deletes a finished pod once nothing holds it.
-			var left []runtime.Object
-			for _, o := range h.snapshot() {
-				if p, ok := o.(*corev1.Pod); ok && !hasTrackingFinalizer(p) {
-					continue
-				}
-				left = append(left, o)
-			}
-			after := newHarness(t, nil, left...)
-			after.sync()
-			after.step(time.Minute)
-			pg := after.group()
-			wantCounts(t, pg, 3, 2)
-			wantUncounted(t, pg, nil, nil)
-			wantRoleStatus(t, pg, v1alpha1.PodGroupRoleStatus{Name: "driver", Succeeded: 1}, v1alpha1.PodGroupRoleStatus{Name: "worker", Succeeded: 2, Failed: 2})
-		})
-	}
+		after := newHarness(t, nil, left...)
+		after.sync()
+		after.step(time.Minute)
+		pg := after.group()
+		wantCounts(t, pg, 3, 2)
+		wantUncounted(t, pg, nil, nil)
+		wantRoleStatus(t, pg, v1alpha1.PodGroupRoleStatus{Name: "driver", Succeeded: 1}, v1alpha1.PodGroupRoleStatus{Name: "worker", Succeeded: 2, Failed: 2})
+	})
 }
