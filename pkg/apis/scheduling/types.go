@@ -161,6 +161,10 @@ const (
 	// the node capacity-aware admission reserved for it, past the controller's
 	// --stalled-pod-timeout: a pod Muster does not manage took that capacity.
 	ConditionStalled = "Stalled"
+	// ConditionRoleMismatch is True while some of the group's pods name a
+	// role, a number of roles or a role count that disagrees with
+	// spec.roles; each such pod also gets a RolesMismatch event.
+	ConditionRoleMismatch = "RoleMismatch"
 )
 
 // Reasons of the Finished condition.

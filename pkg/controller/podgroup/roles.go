@@ -3,9 +3,13 @@ package podgroup
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -162,4 +166,67 @@ func countRoleRemoved(pg *v1alpha1.PodGroup, counted func(types.UID) bool) {
 			s.UncountedTerminatedPods = nil
 		}
 	}
+}
+
+// Reasons of the RoleMismatch condition.
+const (
+	condReasonPodsDisagree = "PodsDisagree"
+	condReasonPodsAgree    = "PodsAgree"
+)
+
+// checkRoles is step 4b: pods whose role label or role annotations disagree
+// with spec.roles get a RolesMismatch event each, and the group says so in
+// its RoleMismatch condition, which goes back to False once they are gone.
+// Such pods are not counted in any role, so the gang waits for pods that
+// agree rather than being admitted with the wrong shapes.
+func (c *Controller) checkRoles(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) {
+	counts := make(map[string]int32, len(pg.Spec.Roles))
+	for _, r := range pg.Spec.Roles {
+		counts[r.Name] = r.Count
+	}
+	var names []string
+	for _, p := range pods {
+		why := roleDisagreement(p, counts)
+		if why == "" {
+			continue
+		}
+		names = append(names, p.Name)
+		c.warnOnce(p.UID, reasonRolesMismatch, func() {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonRolesMismatch, "disagrees with PodGroup %s: %s", pg.Name, why)
+		})
+	}
+	if len(names) > 0 {
+		sort.Strings(names)
+		setCondition(pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, condReasonPodsDisagree,
+			truncate(fmt.Sprintf("%d pod(s) disagree with spec.roles: %s", len(names), strings.Join(names, ", "))), now)
+	} else if meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionRoleMismatch) != nil {
+		setCondition(pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionFalse, condReasonPodsAgree, "every pod agrees with spec.roles", now)
+	}
+}
+
+// roleDisagreement says how a pod disagrees with the group's roles (name to
+// count), or "" when it does not.
+func roleDisagreement(p *corev1.Pod, counts map[string]int32) string {
+	role, hasRole := p.Labels[scheduling.RoleLabel]
+	if len(counts) == 0 {
+		if _, has := p.Annotations[scheduling.RolesAnnotation]; has {
+			return fmt.Sprintf("annotation %s is set, but the group has no spec.roles", scheduling.RolesAnnotation)
+		}
+		return ""
+	}
+	want, known := counts[role]
+	if !hasRole || !known {
+		return fmt.Sprintf("label %s=%q names no role of spec.roles", scheduling.RoleLabel, role)
+	}
+	if v, has := p.Annotations[scheduling.RolesAnnotation]; has {
+		if n, ok := scheduling.ParseRoles(v); !ok || int(n) != len(counts) {
+			return fmt.Sprintf("annotation %s=%q, but spec.roles has %d roles", scheduling.RolesAnnotation, v, len(counts))
+		}
+	}
+	if v, has := p.Annotations[scheduling.RoleCountAnnotation]; has {
+		if n, ok := scheduling.RoleCount(p.Annotations); !ok || n != want {
+			return fmt.Sprintf("annotation %s=%q, but role %s has count %d", scheduling.RoleCountAnnotation, v, role, want)
+		}
+	}
+	return ""
 }

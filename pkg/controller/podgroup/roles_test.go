@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,66 @@ func TestSyncRolesCountedExactlyOnce(t *testing.T) {
 		wantUncounted(t, pg, nil, nil)
 		wantRoleStatus(t, pg, v1alpha1.PodGroupRoleStatus{Name: "driver", Succeeded: 1}, v1alpha1.PodGroupRoleStatus{Name: "worker", Succeeded: 2, Failed: 2})
 	})
+}
+
+// TestSyncRoleMismatch: pods of an existing group whose role label or role
+// annotations disagree with spec.roles get an event each, and the group a
+// RoleMismatch condition; it goes back to False once they agree.
+func TestSyncRoleMismatch(t *testing.T) {
+	spark := withRoles(v1alpha1.PodGroupRole{Name: "driver", Count: 1}, v1alpha1.PodGroupRole{Name: "worker", Count: 2})
+	cases := []struct {
+		name      string
+		group     *v1alpha1.PodGroup
+		pods      []*corev1.Pod
+		wantCond  metav1.ConditionStatus // "" for no condition
+		wantEvent string                 // prefix of the one RolesMismatch event, if any
+	}{
+		{"pods that agree leave no condition", newGroup(3, spark),
+			[]*corev1.Pod{newPod("d", inRole("driver"), annotated(scheduling.RolesAnnotation, "2")), newPod("w", inRole("worker"), annotated(scheduling.RoleCountAnnotation, "2"))}, "", ""},
+		{"a role the spec does not have", newGroup(3, spark),
+			[]*corev1.Pod{newPod("d", inRole("driver")), newPod("x", inRole("ps"))}, metav1.ConditionTrue,
+			`Warning RolesMismatch disagrees with PodGroup pg: label scheduling.muster.dev/role="ps" names no role of spec.roles`},
+		{"a pod without a role", newGroup(3, spark),
+			[]*corev1.Pod{newPod("x")}, metav1.ConditionTrue,
+			`Warning RolesMismatch disagrees with PodGroup pg: label scheduling.muster.dev/role="" names no role of spec.roles`},
+		{"a different number of roles", newGroup(3, spark),
+			[]*corev1.Pod{newPod("d", inRole("driver"), annotated(scheduling.RolesAnnotation, "3"))}, metav1.ConditionTrue,
+			`Warning RolesMismatch disagrees with PodGroup pg: annotation scheduling.muster.dev/roles="3", but spec.roles has 2 roles`},
+		{"a different role count", newGroup(3, spark),
+			[]*corev1.Pod{newPod("w", inRole("worker"), annotated(scheduling.RoleCountAnnotation, "5"))}, metav1.ConditionTrue,
+			`Warning RolesMismatch disagrees with PodGroup pg: annotation scheduling.muster.dev/role-count="5", but role worker has count 2`},
+		{"roles announced to a group without roles", newGroup(1),
+			[]*corev1.Pod{newPod("d", inRole("driver"), annotated(scheduling.RolesAnnotation, "2"))}, metav1.ConditionTrue,
+			`Warning RolesMismatch disagrees with PodGroup pg: annotation scheduling.muster.dev/roles is set, but the group has no spec.roles`},
+		{"the condition goes back to False once the pods agree",
+			newGroup(3, spark, condition(v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, condReasonPodsDisagree, t0.Add(-time.Minute))),
+			[]*corev1.Pod{newPod("d", inRole("driver"))}, metav1.ConditionFalse, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, objects(tc.group, tc.pods...)...)
+			h.sync()
+			pg := h.group()
+			switch tc.wantCond {
+			case "":
+				wantNoCondition(t, pg, v1alpha1.ConditionRoleMismatch)
+			case metav1.ConditionTrue:
+				wantCondition(t, pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, condReasonPodsDisagree, "")
+			default:
+				wantCondition(t, pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionFalse, condReasonPodsAgree, "")
+			}
+			var mismatches []string
+			for _, e := range h.events() {
+				if strings.HasPrefix(e, "Warning RolesMismatch") {
+					mismatches = append(mismatches, e)
+				}
+			}
+			switch {
+			case tc.wantEvent == "" && len(mismatches) > 0:
+				t.Errorf("events %q, want no RolesMismatch", mismatches)
+			case tc.wantEvent != "" && (len(mismatches) != 1 || !strings.HasPrefix(mismatches[0], tc.wantEvent)):
+				t.Errorf("RolesMismatch events %q, want one starting %q", mismatches, tc.wantEvent)
+			}
+		})
+	}
 }
