@@ -40,6 +40,7 @@ kube::codegen::gen_openapi \
     --output-model-name-file "zz_generated.model_name.go" \
     ${update_report:+"${update_report}"} \
     --boilerplate "${BOILERPLATE}" \
+    --extra-pkgs k8s.io/api/core/v1 \
     "${SCRIPT_ROOT}/pkg/apis"
 
 kube::codegen::gen_client \

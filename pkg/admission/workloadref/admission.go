@@ -110,6 +110,15 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		if g := tpl.SchedulingPolicy.Gang; g != nil {
 			policy.Gang = &scheduling.GangSchedulingPolicy{MinCount: g.MinCount}
 		}
+		// The roles come with the policy they must agree with, and only then.
+		if len(pg.Spec.Roles) == 0 && len(tpl.Roles) > 0 {
+			pg.Spec.Roles = make([]scheduling.PodGroupRole, len(tpl.Roles))
+			for i := range tpl.Roles {
+				if err := v1alpha1.Convert_v1alpha1_PodGroupRole_To_scheduling_PodGroupRole(&tpl.Roles[i], &pg.Spec.Roles[i], nil); err != nil {
+					return apierrors.NewInternalError(fmt.Errorf("copying role %q of Workload %s/%s: %w", tpl.Roles[i].Name, a.GetNamespace(), ref.WorkloadName, err))
+				}
+			}
+		}
 	}
 	if pg.Spec.Priority == nil && tpl.Priority != nil {
 		prio := *tpl.Priority

@@ -3,6 +3,8 @@ package workloadref
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +33,8 @@ func TestAdmit(t *testing.T) {
 	workloads := getter{"job": {Spec: v1alpha1.WorkloadSpec{PodGroupTemplates: []v1alpha1.PodGroupTemplate{
 		{Name: "workers", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 8}}, Priority: ptr.To[int32](7)},
 		{Name: "driver", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}},
+		{Name: "spark", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 5}},
+			Roles: []v1alpha1.PodGroupRole{{Name: "driver", Count: 1}, {Name: "worker", Count: 4, CreatedLater: true, Template: &v1alpha1.PodGroupRoleTemplate{NodeSelector: map[string]string{"pool": "a"}}}}},
 	}}}}
 	ref := func(wl, tpl string) *scheduling.PodGroup {
 		return &scheduling.PodGroup{
@@ -44,11 +48,18 @@ func TestAdmit(t *testing.T) {
 		subresource  string
 		wantMin      int32 // 0: basic; -1: no policy
 		wantPriority *int32
+		wantRoles    string // name:count,... of the roles the group ends with
 		wantInvalid  string
 		wantInternal bool
 	}{
 		{name: "gang policy and priority come from the template", pg: ref("job", "workers"), wantMin: 8, wantPriority: ptr.To[int32](7)},
 		{name: "basic policy comes from the template", pg: ref("job", "driver"), wantMin: 0},
+		{name: "roles come from the template with its policy", pg: ref("job", "spark"), wantMin: 5, wantRoles: "driver:1,worker:4"},
+		{name: "an explicit policy keeps the template's roles out", pg: func() *scheduling.PodGroup {
+			pg := ref("job", "spark")
+			pg.Spec.SchedulingPolicy.Gang = &scheduling.GangSchedulingPolicy{MinCount: 2}
+			return pg
+		}(), wantMin: 2},
 		{name: "an explicit policy and priority are kept", pg: func() *scheduling.PodGroup {
 			pg := ref("job", "workers")
 			pg.Spec.SchedulingPolicy.Gang = &scheduling.GangSchedulingPolicy{MinCount: 2}
@@ -98,6 +109,16 @@ func TestAdmit(t *testing.T) {
 				t.Errorf("policy = %+v, want basic", pol)
 			case tc.wantMin > 0 && (pol.Gang == nil || pol.Gang.MinCount != tc.wantMin):
 				t.Errorf("policy = %+v, want gang of %d", pol, tc.wantMin)
+			}
+			var roles []string
+			for _, r := range tc.pg.Spec.Roles {
+				roles = append(roles, fmt.Sprintf("%s:%d", r.Name, r.Count))
+			}
+			if got := strings.Join(roles, ","); got != tc.wantRoles {
+				t.Errorf("roles = %q, want %q", got, tc.wantRoles)
+			}
+			if len(tc.pg.Spec.Roles) == 2 && (!tc.pg.Spec.Roles[1].CreatedLater || tc.pg.Spec.Roles[1].Template.NodeSelector["pool"] != "a") {
+				t.Errorf("worker role = %+v, want createdLater with the template's nodeSelector", tc.pg.Spec.Roles[1])
 			}
 			if !ptr.Equal(tc.pg.Spec.Priority, tc.wantPriority) {
 				t.Errorf("priority = %v, want %v", ptr.Deref(tc.pg.Spec.Priority, -1), ptr.Deref(tc.wantPriority, -1))

@@ -28,3 +28,20 @@ func WorkloadRefAnnotations(ann map[string]string) (workload, template string, s
 	}
 	return workload, template, hasWorkload, ""
 }
+
+// ParseRoles parses the value of RolesAnnotation: how many roles the group
+// has, 1 to MaxRoles. ok is false for anything else.
+func ParseRoles(v string) (n int32, ok bool) {
+	n, ok = ParseMinCount(v)
+	return n, ok && n <= MaxRoles
+}
+
+// RoleCount is the value of RoleCountAnnotation, which is 1 when absent; ok
+// is false when it is set but not a positive 32-bit integer.
+func RoleCount(ann map[string]string) (n int32, ok bool) {
+	v, has := ann[RoleCountAnnotation]
+	if !has {
+		return 1, true
+	}
+	return ParseMinCount(v)
+}

@@ -25,6 +25,17 @@ const (
 	WorkloadAnnotation = "scheduling.muster.dev/workload"
 	// TemplateAnnotation names the Workload's pod-group template for WorkloadAnnotation.
 	TemplateAnnotation = "scheduling.muster.dev/template"
+	// RoleLabel on a pod names its role in a group with spec.roles.
+	RoleLabel = "scheduling.muster.dev/role"
+	// RoleCountAnnotation on a pod says how many pods its role has, for a
+	// group the controller creates from pods; 1 when absent.
+	RoleCountAnnotation = "scheduling.muster.dev/role-count"
+	// RolesAnnotation on a pod says how many roles its group has; the
+	// controller creates the group once it has seen a pod of each.
+	RolesAnnotation = "scheduling.muster.dev/roles"
+	// RolesTemplateAnnotation on a driver pod holds, as JSON, the roles whose
+	// pods the driver creates later: a list of PodGroupRole.
+	RolesTemplateAnnotation = "scheduling.muster.dev/roles-template"
 )
 
 // ControllerName names the embedded controller wherever it shows: its
@@ -57,6 +68,8 @@ func NamespaceSelectorExcluding(serverNamespace string) string {
 const (
 	// MaxPodGroupTemplates is the most pod-group templates a Workload may hold.
 	MaxPodGroupTemplates = 8
+	// MaxRoles is the most roles a group may have, as KEP-976 allows.
+	MaxRoles = 8
 	// MaxUncountedTerminatedPods caps each list of status.uncountedTerminatedPods,
 	// as KEP-2307 caps a Job's, so that a status write stays small.
 	MaxUncountedTerminatedPods = 500

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -47,6 +48,28 @@ type PodGroupTemplate struct {
 	Name             string
 	SchedulingPolicy PodGroupSchedulingPolicy
 	Priority         *int32
+	Roles            []PodGroupRole
+}
+
+// PodGroupRole is one shape of pod in a gang of several shapes (KEP-976
+// story 3): its pods carry RoleLabel with the role's name.
+type PodGroupRole struct {
+	Name  string
+	Count int32
+	// Template gives what capacity-aware admission needs of the role's pods
+	// when they do not exist yet. Required when CreatedLater is set.
+	Template *PodGroupRoleTemplate
+	// CreatedLater marks a role whose pods another pod of the group (the
+	// driver) creates once it runs (KEP-976 story 4).
+	CreatedLater bool
+}
+
+// PodGroupRoleTemplate holds the fields of a pod that decide where it fits.
+type PodGroupRoleTemplate struct {
+	Requests     corev1.ResourceList
+	NodeSelector map[string]string
+	NodeAffinity *corev1.NodeAffinity
+	Tolerations  []corev1.Toleration
 }
 
 // PodGroupSchedulingPolicy is a union: exactly one member is set.
@@ -96,6 +119,7 @@ type PodGroupSpec struct {
 	SchedulingPolicy PodGroupSchedulingPolicy
 	SchedulingGates  []PodGroupSchedulingGate
 	Priority         *int32
+	Roles            []PodGroupRole
 }
 
 // WorkloadReference names a Workload and one of its templates.
@@ -137,6 +161,10 @@ const (
 	// the node capacity-aware admission reserved for it, past the controller's
 	// --stalled-pod-timeout: a pod Muster does not manage took that capacity.
 	ConditionStalled = "Stalled"
+	// ConditionRoleMismatch is True while some of the group's pods name a
+	// role, a number of roles or a role count that disagrees with
+	// spec.roles; each such pod also gets a RolesMismatch event.
+	ConditionRoleMismatch = "RoleMismatch"
 )
 
 // Reasons of the Finished condition.
@@ -162,6 +190,8 @@ type PodGroupStatus struct {
 
 	Placements []PodPlacement
 
+	Roles []PodGroupRoleStatus
+
 	AdmissionTime      *metav1.Time
 	StartTime          *metav1.Time
 	CompletionTime     *metav1.Time
@@ -174,6 +204,18 @@ type PodPlacement struct {
 	Pod  string
 	UID  types.UID
 	Node string
+}
+
+// PodGroupRoleStatus counts one role's pods as the group's totals count
+// all of them.
+type PodGroupRoleStatus struct {
+	Name      string
+	Active    int32
+	Succeeded int32
+	Failed    int32
+	// UncountedTerminatedPods are the role's share of the group's, so that
+	// a pod counted after it is gone is counted in its role.
+	UncountedTerminatedPods *UncountedTerminatedPods
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods whose tracking

@@ -53,6 +53,7 @@ func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podVie
 		}
 	}
 	pg.Status.UncountedTerminatedPods = u
+	recordRoleFinished(pg, v)
 	return moreToRecord, 0
 }
 
@@ -104,6 +105,7 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 		_, stillTracked := v.withFinalizer[uid]
 		return !stillTracked || removed.Has(uid)
 	}
+	countRoleRemoved(pg, counted)
 	// move counts the UIDs whose pods are counted into counter, and keeps the rest.
 	move := func(uids []types.UID, counter *int32, result string) (keep []types.UID) {
 		for _, uid := range uids {

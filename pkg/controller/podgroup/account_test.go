@@ -393,8 +393,28 @@ func TestSyncCountsExactlyOnce(t *testing.T) {
 		}
 		return objects(admitted(4), ps...)
 	}
-	// A crash after k writes: every write the first controller made up to k
-	// is in the API, and none after.
+	forEachCrashPoint(t, start, func(t *testing.T, h *harness) {
+		// A new controller: empty expectations, fresh caches.
+		after := newHarness(t, nil, h.snapshot()...)
+		after.sync()
+		after.step(time.Minute)
+		pg := after.group()
+		wantCounts(t, pg, 4, 2)
+		wantUncounted(t, pg, nil, nil)
+		wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
+		for i := range n {
+			if p := after.pod(fmt.Sprintf("p-%d", i)); hasTrackingFinalizer(p) {
+				t.Errorf("%s keeps its finalizer", p.Name)
+			}
+		}
+	})
+}
+
+// forEachCrashPoint runs a sync of the objects start returns, crashing it
+// after k writes for every k until a sync makes all its writes, and calls
+// check with each crashed harness: every write the first controller made up
+// to k is in the API, and none after.
+func forEachCrashPoint(t *testing.T, start func() []runtime.Object, check func(t *testing.T, h *harness)) {
 	for k := 0; ; k++ {
 		h := newHarness(t, nil, start()...)
 		writes := 0
@@ -411,22 +431,8 @@ func TestSyncCountsExactlyOnce(t *testing.T) {
 		h.muster.PrependReactor("update", "podgroups", func(a k8sAction) (bool, runtime.Object, error) { return crash() })
 		_, _ = h.c.sync(t.Context(), testKey)
 		if !crashed {
-			break // every write happened: no crash point is left.
+			return // every write happened: no crash point is left.
 		}
-		t.Run(fmt.Sprintf("crash after %d writes", k), func(t *testing.T) {
-			// A new controller: empty expectations, fresh caches.
-			after := newHarness(t, nil, h.snapshot()...)
-			after.sync()
-			after.step(time.Minute)
-			pg := after.group()
-			wantCounts(t, pg, 4, 2)
-			wantUncounted(t, pg, nil, nil)
-			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
-			for i := range n {
-				if p := after.pod(fmt.Sprintf("p-%d", i)); hasTrackingFinalizer(p) {
-					t.Errorf("%s keeps its finalizer", p.Name)
-				}
-			}
-		})
+		t.Run(fmt.Sprintf("crash after %d writes", k), func(t *testing.T) { check(t, h) })
 	}
 }

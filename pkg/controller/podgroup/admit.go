@@ -42,10 +42,15 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		c.setWaiting(pg, v, condReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
 		return false
 	}
-	need := minCount(pg)
+	need := neededNow(pg)
 	if v.active < need {
 		c.withdraw(key)
 		c.setWaiting(pg, v, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
+		return false
+	}
+	if msg, short := rolesShort(pg, v); short {
+		c.withdraw(key)
+		c.setWaiting(pg, v, condReasonWaitingForPods, msg, now)
 		return false
 	}
 	reason, msg := condReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)

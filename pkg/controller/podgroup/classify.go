@@ -14,6 +14,8 @@ import (
 // into status, and the pods each later step acts on.
 type podView struct {
 	pods, gated, active, scheduled, ready int32
+	// roleActive counts the active pods of each role (roles.go).
+	roleActive map[string]int32
 
 	// gatedPods still carry the admission gate.
 	gatedPods []*corev1.Pod
@@ -87,6 +89,7 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 		}
 		if !terminal && !(deleting && fastRelease) {
 			v.active++
+			v.countActiveRole(p)
 		}
 		if !tracked {
 			continue

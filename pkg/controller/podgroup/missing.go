@@ -43,7 +43,10 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		}
 	}
 
-	pg, from := c.groupFromAnnotations(namespace, name, pods)
+	pg, from, handled := c.groupFromRoles(namespace, name, pods) // rolesfrompods.go
+	if !handled {
+		pg, from = c.groupFromAnnotations(namespace, name, pods)
+	}
 	if pg == nil {
 		for _, p := range pods {
 			if p.DeletionTimestamp == nil {

@@ -40,6 +40,8 @@ type decisions struct {
 	Uncounted         *v1alpha1.UncountedTerminatedPods
 	// The timestamps are set once, when their decision is made.
 	AdmissionTime, StartTime, CompletionTime *metav1.Time
+	// Roles are each role's accounting (roles.go); its active pods are a refresh.
+	Roles []roleDecision
 }
 
 // conditionDecision is what of a condition is a decision.
@@ -60,6 +62,7 @@ func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
 	for _, c := range s.Conditions {
 		d.Conditions = append(d.Conditions, conditionDecision{Type: c.Type, Reason: c.Reason, Status: c.Status})
 	}
+	d.Roles = roleDecisions(s.Roles)
 	return d
 }
 
@@ -67,6 +70,7 @@ func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
 func setCounters(pg *v1alpha1.PodGroup, v *podView) {
 	s := &pg.Status
 	s.Pods, s.Gated, s.Active, s.Scheduled, s.Ready = v.pods, v.gated, v.active, v.scheduled, v.ready
+	setRoleCounters(pg, v)
 }
 
 // setCondition sets a condition, keeping lastTransitionTime when the status

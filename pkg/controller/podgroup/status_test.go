@@ -21,7 +21,7 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		mod(&c)
 		return []metav1.Condition{c}
 	}
-	base := v1alpha1.PodGroupStatus{Conditions: cond(func(*metav1.Condition) {})}
+	base := v1alpha1.PodGroupStatus{Conditions: cond(func(*metav1.Condition) {}), Roles: []v1alpha1.PodGroupRoleStatus{{Name: "worker", Active: 1}}}
 	cases := []struct {
 		field    string
 		name     string
@@ -62,6 +62,11 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		{"CompletionTime", "completionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.CompletionTime = &t1 }, true},
 		{"Placements", "a pod placed is a decision", func(s *v1alpha1.PodGroupStatus) {
 			s.Placements = []v1alpha1.PodPlacement{{Pod: "p", UID: "u", Node: "n"}}
+		}, true},
+		{"Roles", "a role's active pods are a refresh", func(s *v1alpha1.PodGroupStatus) { s.Roles[0].Active = 2 }, false},
+		{"Roles", "a role's finished count is a decision", func(s *v1alpha1.PodGroupStatus) { s.Roles[0].Succeeded = 1 }, true},
+		{"Roles", "a role's uncounted pods are a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Roles[0].UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Failed: []types.UID{"u"}}
 		}, true},
 		{"ObservedGeneration", "observedGeneration is a refresh", func(s *v1alpha1.PodGroupStatus) { s.ObservedGeneration = 3 }, false},
 	}

@@ -74,7 +74,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// Decide, steps 4 to 8: counters, newly finished pods, admission and
 	// scheduling, persisted in one status write before anything acts on them.
 	next := pg.DeepCopy()
-	setCounters(next, view) // step 4
+	setCounters(next, view)       // step 4
+	c.checkRoles(next, pods, now) // step 4b, roles.go
 	prunePlacements(next, view)
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
 	admitted := c.admit(next, view, now)                             // step 6

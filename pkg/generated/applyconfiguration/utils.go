@@ -36,6 +36,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &schedulingv1alpha1.GangSchedulingPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroup"):
 		return &schedulingv1alpha1.PodGroupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupRole"):
+		return &schedulingv1alpha1.PodGroupRoleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupRoleStatus"):
+		return &schedulingv1alpha1.PodGroupRoleStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupRoleTemplate"):
+		return &schedulingv1alpha1.PodGroupRoleTemplateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupSchedulingGate"):
 		return &schedulingv1alpha1.PodGroupSchedulingGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupSchedulingPolicy"):

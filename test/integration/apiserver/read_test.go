@@ -1,12 +1,14 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -80,21 +82,13 @@ func TestTableOutput(t *testing.T) {
 		wantColumns []string
 		wantCells   []interface{}
 	}{
-		{"podgroups", []string{"Name", "Policy", "Min", "Pods", "Scheduled", "Succeeded", "Failed", "Phase", "Age", "Workload", "Gates", "Priority"},
+		{"podgroups", []string{"Name", "Policy", "Min", "Pods", "Scheduled", "Succeeded", "Failed", "Phase", "Age", "Workload", "Gates", "Priority", "Roles"},
 			[]interface{}{"gang", "Gang", float64(8), float64(0), float64(0), float64(0), float64(0), "Gated"}},
 		{"workloads", []string{"Name", "Templates", "Age", "Controller"}, []interface{}{"job", "workers,ps"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.resource, func(t *testing.T) {
-			body, err := raw.Get().AbsPath("/apis/scheduling.muster.dev/v1alpha1/namespaces", ns, tc.resource).
-				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-			if err != nil {
-				t.Fatalf("get table: %v", err)
-			}
-			var table metav1.Table
-			if err := json.Unmarshal(body, &table); err != nil {
-				t.Fatalf("decoding table: %v", err)
-			}
+			table := getTable(ctx, t, raw, tc.resource)
 			var cols []string
 			for _, c := range table.ColumnDefinitions {
 				cols = append(cols, c.Name)
@@ -112,6 +106,21 @@ func TestTableOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getTable gets the namespace's objects of resource as kubectl get does.
+func getTable(ctx context.Context, t *testing.T, raw *rest.RESTClient, resource string) metav1.Table {
+	t.Helper()
+	body, err := raw.Get().AbsPath("/apis/scheduling.muster.dev/v1alpha1/namespaces", ns, resource).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("get table: %v", err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatalf("decoding table: %v", err)
+	}
+	return table
 }
 
 // TestOpenAPI checks that OpenAPI v3 and v2 describe both kinds, which

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -75,6 +76,52 @@ type PodGroupTemplate struct {
 	// Priority orders the admission of groups; higher goes first.
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
+
+	// Roles split the gang into pods of different shapes (KEP-976): at most
+	// 8, each named by a DNS label that the role's pods carry in the label
+	// scheduling.muster.dev/role. When set, schedulingPolicy must be a gang
+	// whose minCount is the sum of the counts, and the gang is complete when
+	// every role has its count of active pods. After creation only the counts
+	// may change, as minCount may.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Roles []PodGroupRole `json:"roles,omitempty"`
+}
+
+// PodGroupRole is one shape of pod in a gang of several shapes.
+type PodGroupRole struct {
+	// Name identifies the role; a DNS label.
+	Name string `json:"name"`
+	// Count is how many active pods of this role the gang needs; at least 1.
+	Count int32 `json:"count"`
+	// Template gives what capacity-aware admission needs to know of the
+	// role's pods before they exist. Required when createdLater is true.
+	// +optional
+	Template *PodGroupRoleTemplate `json:"template,omitempty"`
+	// CreatedLater marks a role whose pods are created by another pod of the
+	// group once that one runs, such as Spark executors created by the
+	// driver: the gang is admitted with capacity reserved for them.
+	// +optional
+	CreatedLater bool `json:"createdLater,omitempty"`
+}
+
+// PodGroupRoleTemplate holds the fields of a pod that decide where it fits.
+type PodGroupRoleTemplate struct {
+	// Requests are the resources one pod of the role requests, as
+	// the sum of its containers' requests.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// NodeSelector is the pods' spec.nodeSelector.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// NodeAffinity is the pods' spec.affinity.nodeAffinity.
+	// +optional
+	NodeAffinity *corev1.NodeAffinity `json:"nodeAffinity,omitempty"`
+	// Tolerations are the pods' spec.tolerations.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
 // PodGroupSchedulingPolicy says how a group is admitted. Exactly one of its
@@ -176,6 +223,17 @@ type PodGroupSpec struct {
 	// Priority orders the admission of groups; higher goes first.
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
+
+	// Roles split the gang into pods of different shapes (KEP-976): at most
+	// 8, each named by a DNS label that the role's pods carry in the label
+	// scheduling.muster.dev/role. When set, schedulingPolicy must be a gang
+	// whose minCount is the sum of the counts, and the gang is complete when
+	// every role has its count of active pods. After creation only the counts
+	// may change, as minCount may.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Roles []PodGroupRole `json:"roles,omitempty"`
 }
 
 // WorkloadReference names a Workload and one of its templates.
@@ -227,6 +285,10 @@ const (
 	// the node capacity-aware admission reserved for it, past the controller's
 	// --stalled-pod-timeout: a pod Muster does not manage took that capacity.
 	ConditionStalled = "Stalled"
+	// ConditionRoleMismatch is True while some of the group's pods name a
+	// role, a number of roles or a role count that disagrees with
+	// spec.roles; each such pod also gets a RolesMismatch event.
+	ConditionRoleMismatch = "RoleMismatch"
 )
 
 // Reasons of the Finished condition.
@@ -290,6 +352,13 @@ type PodGroupStatus struct {
 	// +listMapKey=uid
 	Placements []PodPlacement `json:"placements,omitempty"`
 
+	// Roles count the pods of each of spec.roles, as active, succeeded and
+	// failed count all of the group's pods.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Roles []PodGroupRoleStatus `json:"roles,omitempty"`
+
 	// AdmissionTime is when the group was admitted.
 	// +optional
 	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
@@ -312,6 +381,26 @@ type PodPlacement struct {
 	UID types.UID `json:"uid"`
 	// Node is the name of the node the pod is pinned to when it is released.
 	Node string `json:"node"`
+}
+
+// PodGroupRoleStatus counts the pods of one role.
+type PodGroupRoleStatus struct {
+	// Name is the role's name.
+	Name string `json:"name"`
+	// Active is the number of the role's pods that are neither terminal nor being deleted.
+	// +optional
+	Active int32 `json:"active,omitempty"`
+	// Succeeded is the number of the role's pods that ended successfully, counted once each.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// Failed is the number of the role's pods that failed, counted once each.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// UncountedTerminatedPods are the UIDs of status.uncountedTerminatedPods
+	// that are this role's pods: a pod is counted in its role in the same
+	// write that counts it in the group, even when the pod is gone by then.
+	// +optional
+	UncountedTerminatedPods *UncountedTerminatedPods `json:"uncountedTerminatedPods,omitempty"`
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods that are not yet

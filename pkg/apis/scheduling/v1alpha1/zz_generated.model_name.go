@@ -42,6 +42,21 @@ func (in PodGroupList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodGroupRole) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PodGroupRole"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodGroupRoleStatus) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PodGroupRoleStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodGroupRoleTemplate) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PodGroupRoleTemplate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PodGroupSchedulingGate) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.PodGroupSchedulingGate"
 }

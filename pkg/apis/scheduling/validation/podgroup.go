@@ -52,6 +52,7 @@ func ValidatePodGroupUpdate(pg, old *scheduling.PodGroup) field.ErrorList {
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(pg.Spec.WorkloadRef, old.Spec.WorkloadRef, specPath.Child("workloadRef"))...)
 	allErrs = append(allErrs, validatePolicyKindUnchanged(&pg.Spec.SchedulingPolicy, &old.Spec.SchedulingPolicy, specPath.Child("schedulingPolicy"))...)
 	allErrs = append(allErrs, validateGatesOnlyRemoved(pg.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
+	allErrs = append(allErrs, validateRolesUpdate(pg.Spec.Roles, old.Spec.Roles, specPath.Child("roles"))...)
 	return allErrs
 }
 
@@ -89,6 +90,7 @@ func validatePodGroupSpec(spec *scheduling.PodGroupSpec, fldPath *field.Path) fi
 		allErrs = append(allErrs, ValidateName(ref.TemplateName, refPath.Child("templateName"), apivalidation.NameIsDNSLabel, nameRequired)...)
 	}
 	allErrs = append(allErrs, validateSchedulingPolicy(&spec.SchedulingPolicy, fldPath.Child("schedulingPolicy"))...)
+	allErrs = append(allErrs, validateRoles(spec.Roles, &spec.SchedulingPolicy, fldPath.Child("roles"), fldPath.Child("schedulingPolicy"))...)
 
 	gatesPath := fldPath.Child("schedulingGates")
 	if n := len(spec.SchedulingGates); n > scheduling.MaxGroupGates {
@@ -118,7 +120,9 @@ func ValidatePodGroupStatusUpdate(pg, old *scheduling.PodGroup) field.ErrorList 
 	statusPath := field.NewPath("status")
 	allErrs = append(allErrs, validatePodGroupStatus(&pg.Status, statusPath)...)
 	allErrs = append(allErrs, validateStatusAgainstSpec(pg, statusPath)...)
+	allErrs = append(allErrs, validateRoleStatuses(pg.Status.Roles, pg.Spec.Roles, statusPath.Child("roles"))...)
 	allErrs = append(allErrs, validatePodGroupStatusTransition(&pg.Status, &old.Status, statusPath)...)
+	allErrs = append(allErrs, validateRoleStatusTransition(pg.Status.Roles, old.Status.Roles, statusPath.Child("roles"))...)
 	return allErrs
 }
 

@@ -46,12 +46,14 @@ func ValidateWorkloadUpdate(w, old *scheduling.Workload) field.ErrorList {
 			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "templates cannot be added after creation"))
 			continue
 		}
-		// Everything but the scheduling policy is fixed.
+		// Everything but the scheduling policy and the roles' counts is fixed.
 		tc, oc := *t, *o
 		tc.SchedulingPolicy, oc.SchedulingPolicy = scheduling.PodGroupSchedulingPolicy{}, scheduling.PodGroupSchedulingPolicy{}
+		tc.Roles, oc.Roles = nil, nil
 		if !apiequality.Semantic.DeepEqual(tc, oc) {
-			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "only schedulingPolicy may change after creation"))
+			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "only schedulingPolicy and the roles' counts may change after creation"))
 		}
+		allErrs = append(allErrs, validateRolesUpdate(t.Roles, o.Roles, tplPath.Index(i).Child("roles"))...)
 	}
 	for name := range oldByName {
 		if !seen.Has(name) {
@@ -92,6 +94,7 @@ func validateWorkloadSpec(spec *scheduling.WorkloadSpec, fldPath *field.Path) fi
 		}
 		names.Insert(t.Name)
 		allErrs = append(allErrs, validateSchedulingPolicy(&t.SchedulingPolicy, p.Child("schedulingPolicy"))...)
+		allErrs = append(allErrs, validateRoles(t.Roles, &t.SchedulingPolicy, p.Child("roles"), p.Child("schedulingPolicy"))...)
 	}
 	return allErrs
 }

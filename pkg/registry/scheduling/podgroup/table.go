@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,7 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Workload", Type: "string", Priority: 1, Description: "Workload and template the group was created from."},
 	{Name: "Gates", Type: "string", Priority: 1, Description: "Group-level scheduling gates still present."},
 	{Name: "Priority", Type: "string", Priority: 1, Description: "Admission priority."},
+	{Name: "Roles", Type: "string", Priority: 1, Description: "Each role's active pods over its count, such as driver:1/1,worker:10/10."},
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -39,6 +41,7 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			name, policyName(&pg.Spec.SchedulingPolicy), int64(pg.Spec.MinCount()),
 			int64(s.Pods), int64(s.Scheduled), int64(s.Succeeded), int64(s.Failed), string(s.Phase), age,
 			workloadColumn(pg.Spec.WorkloadRef), gatesColumn(pg.Spec.SchedulingGates), priorityColumn(pg.Spec.Priority),
+			rolesColumn(pg.Spec.Roles, s.Roles),
 		}
 	})
 }
@@ -76,4 +79,21 @@ func priorityColumn(p *int32) string {
 		return "<none>"
 	}
 	return strconv.Itoa(int(*p))
+}
+
+// rolesColumn shows each role as name:active/count, in the order of
+// spec.roles, so that an incomplete role stands out.
+func rolesColumn(roles []scheduling.PodGroupRole, statuses []scheduling.PodGroupRoleStatus) string {
+	if len(roles) == 0 {
+		return "<none>"
+	}
+	active := make(map[string]int32, len(statuses))
+	for _, s := range statuses {
+		active[s.Name] = s.Active
+	}
+	parts := make([]string, len(roles))
+	for i, r := range roles {
+		parts[i] = fmt.Sprintf("%s:%d/%d", r.Name, active[r.Name], r.Count)
+	}
+	return strings.Join(parts, ",")
 }

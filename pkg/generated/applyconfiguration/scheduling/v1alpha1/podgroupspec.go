@@ -37,6 +37,13 @@ type PodGroupSpecApplyConfiguration struct {
 	SchedulingGates []PodGroupSchedulingGateApplyConfiguration `json:"schedulingGates,omitempty"`
 	// Priority orders the admission of groups; higher goes first.
 	Priority *int32 `json:"priority,omitempty"`
+	// Roles split the gang into pods of different shapes (KEP-976): at most
+	// 8, each named by a DNS label that the role's pods carry in the label
+	// scheduling.muster.dev/role. When set, schedulingPolicy must be a gang
+	// whose minCount is the sum of the counts, and the gang is complete when
+	// every role has its count of active pods. After creation only the counts
+	// may change, as minCount may.
+	Roles []PodGroupRoleApplyConfiguration `json:"roles,omitempty"`
 }
 
 // PodGroupSpecApplyConfiguration constructs a declarative configuration of the PodGroupSpec type for use with
@@ -79,5 +86,18 @@ func (b *PodGroupSpecApplyConfiguration) WithSchedulingGates(values ...*PodGroup
 // If called multiple times, the Priority field is set to the value of the last call.
 func (b *PodGroupSpecApplyConfiguration) WithPriority(value int32) *PodGroupSpecApplyConfiguration {
 	b.Priority = &value
+	return b
+}
+
+// WithRoles adds the given value to the Roles field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Roles field.
+func (b *PodGroupSpecApplyConfiguration) WithRoles(values ...*PodGroupRoleApplyConfiguration) *PodGroupSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRoles")
+		}
+		b.Roles = append(b.Roles, *values[i])
+	}
 	return b
 }

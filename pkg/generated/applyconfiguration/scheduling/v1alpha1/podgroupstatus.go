@@ -60,6 +60,9 @@ type PodGroupStatusApplyConfiguration struct {
 	// restarts in between carries out the same placement, and its capacity
 	// stays reserved meanwhile. An entry goes once its pod is released.
 	Placements []PodPlacementApplyConfiguration `json:"placements,omitempty"`
+	// Roles count the pods of each of spec.roles, as active, succeeded and
+	// failed count all of the group's pods.
+	Roles []PodGroupRoleStatusApplyConfiguration `json:"roles,omitempty"`
 	// AdmissionTime is when the group was admitted.
 	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
 	// StartTime is when the group was first scheduled.
@@ -170,6 +173,19 @@ func (b *PodGroupStatusApplyConfiguration) WithPlacements(values ...*PodPlacemen
 			panic("nil value passed to WithPlacements")
 		}
 		b.Placements = append(b.Placements, *values[i])
+	}
+	return b
+}
+
+// WithRoles adds the given value to the Roles field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Roles field.
+func (b *PodGroupStatusApplyConfiguration) WithRoles(values ...*PodGroupRoleStatusApplyConfiguration) *PodGroupStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRoles")
+		}
+		b.Roles = append(b.Roles, *values[i])
 	}
 	return b
 }

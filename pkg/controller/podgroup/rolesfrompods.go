@@ -1,0 +1,122 @@
+package podgroup
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// reasonRolesMismatch is the event on a pod whose role annotations disagree
+// with those of the other pods of its group.
+const reasonRolesMismatch = "RolesMismatch"
+
+// podRoles is what one pod says of its group's roles.
+type podRoles struct {
+	pod   *corev1.Pod
+	roles int32  // RolesAnnotation
+	role  string // RoleLabel
+	count int32  // RoleCountAnnotation
+}
+
+// groupFromRoles is the annotation path for gangs with roles (KEP-976):
+// pods that carry RolesAnnotation build the group once a pod of every role
+// has been seen. handled is false when no live pod carries the annotation,
+// so that the other annotations decide. Pods whose annotations are invalid,
+// or disagree with the others' (the number of roles, a role's count, more
+// roles than announced), are told by an event, and no group is created from
+// them: a group created from half the truth would admit the wrong gang.
+func (c *Controller) groupFromRoles(namespace, name string, pods []*corev1.Pod) (pg *v1alpha1.PodGroup, from *corev1.Pod, handled bool) {
+	var said []podRoles
+	for _, p := range pods {
+		if _, has := p.Annotations[scheduling.RolesAnnotation]; !has || p.DeletionTimestamp != nil {
+			continue
+		}
+		r, err := readPodRoles(p)
+		if err != nil {
+			c.warnOnce(p.UID, reasonInvalidAnnotation, func() {
+				c.recorder.Event(p, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
+			})
+			return nil, nil, true
+		}
+		said = append(said, r)
+	}
+	if len(said) == 0 {
+		return nil, nil, false
+	}
+	sort.Slice(said, func(i, j int) bool {
+		a, b := said[i].pod, said[j].pod
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	first := said[0]
+	counts := map[string]int32{}
+	disagree := func(r podRoles, why string) {
+		c.warnOnce(r.pod.UID, reasonRolesMismatch, func() {
+			c.recorder.Eventf(r.pod, corev1.EventTypeWarning, reasonRolesMismatch,
+				"role annotations disagree with pod %s of PodGroup %s: %s; no PodGroup is created until all pods agree", first.pod.Name, name, why)
+		})
+	}
+	agree := true
+	for _, r := range said {
+		switch have, seen := counts[r.role]; {
+		case r.roles != first.roles:
+			disagree(r, fmt.Sprintf("%s is %d, not %d", scheduling.RolesAnnotation, r.roles, first.roles))
+			agree = false
+		case seen && have != r.count:
+			disagree(r, fmt.Sprintf("role %s has %s %d here and %d on an older pod", r.role, scheduling.RoleCountAnnotation, r.count, have))
+			agree = false
+		case !seen:
+			counts[r.role] = r.count
+		}
+	}
+	if agree && int32(len(counts)) > first.roles {
+		for _, r := range said {
+			disagree(r, fmt.Sprintf("pods name %d roles (%s), more than %s=%d", len(counts), strings.Join(slices.Sorted(maps.Keys(counts)), ","), scheduling.RolesAnnotation, first.roles))
+		}
+		agree = false
+	}
+	if !agree || int32(len(counts)) < first.roles {
+		return nil, nil, true // disagreeing, or waiting for a pod of every role.
+	}
+	spec := v1alpha1.PodGroupSpec{}
+	var sum int32
+	for _, role := range slices.Sorted(maps.Keys(counts)) {
+		spec.Roles = append(spec.Roles, v1alpha1.PodGroupRole{Name: role, Count: counts[role]})
+		sum += counts[role]
+	}
+	spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: sum}
+	return &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{CreatedByAnnotation: first.pod.Name}},
+		Spec:       spec,
+	}, first.pod, true
+}
+
+// readPodRoles reads one pod's role label and annotations, as the webhook
+// checks them on create.
+func readPodRoles(p *corev1.Pod) (podRoles, error) {
+	r := podRoles{pod: p, role: roleOf(p)}
+	v := p.Annotations[scheduling.RolesAnnotation]
+	n, ok := scheduling.ParseRoles(v)
+	if !ok {
+		return r, fmt.Errorf("annotation %s=%q must be an integer from 1 to %d", scheduling.RolesAnnotation, v, scheduling.MaxRoles)
+	}
+	r.roles = n
+	if msgs := validation.IsDNS1123Label(r.role); len(msgs) > 0 {
+		return r, fmt.Errorf("label %s=%q must name the pod's role, a DNS label, when %s is set: %s", scheduling.RoleLabel, r.role, scheduling.RolesAnnotation, strings.Join(msgs, "; "))
+	}
+	if r.count, ok = scheduling.RoleCount(p.Annotations); !ok {
+		return r, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.RoleCountAnnotation, p.Annotations[scheduling.RoleCountAnnotation])
+	}
+	return r, nil
+}

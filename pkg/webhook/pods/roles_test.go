@@ -1,0 +1,51 @@
+package pods
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+const (
+	roleField      = "metadata.labels[scheduling.muster.dev/role]"
+	rolesField     = "metadata.annotations[scheduling.muster.dev/roles]"
+	roleCountField = "metadata.annotations[scheduling.muster.dev/role-count]"
+)
+
+func TestValidateRolesOnCreate(t *testing.T) {
+	role := func(r string) func(*corev1.Pod) { return label(scheduling.RoleLabel, r) }
+	roles := func(v string) func(*corev1.Pod) { return annotation(scheduling.RolesAnnotation, v) }
+	count := func(v string) func(*corev1.Pod) { return annotation(scheduling.RoleCountAnnotation, v) }
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want []want
+		rule string // a phrase of the rule every error says
+	}{
+		{"a role with roles and a count is valid", pod(inGroup("spark"), role("worker"), roles("2"), count("8")), nil, ""},
+		{"a role alone is valid (a group with spec.roles)", pod(inGroup("spark"), role("driver")), nil, ""},
+		{"8 roles are valid", pod(inGroup("spark"), role("driver"), roles("8")), nil, ""},
+
+		{"the role must be a DNS label", pod(inGroup("spark"), role("Driver.v1")), []want{invalid(roleField)}, "RFC 1123 label"},
+		{"the role must not be empty", pod(inGroup("spark"), role("")), []want{required(roleField)}, "must name the pod's role"},
+		{"9 roles are too many", pod(inGroup("spark"), role("driver"), roles("9")), []want{invalid(rolesField)}, "an integer from 1 to 8"},
+		{"0 roles are too few", pod(inGroup("spark"), role("driver"), roles("0")), []want{invalid(rolesField)}, "an integer from 1 to 8"},
+		{"the role count must be positive", pod(inGroup("spark"), role("worker"), roles("2"), count("0")), []want{invalid(roleCountField)}, "positive 32-bit integer"},
+		{"roles need the role label", pod(inGroup("spark"), roles("2")), []want{required(roleField)}, "must be set when annotation scheduling.muster.dev/roles is set"},
+		{"a count needs the role label", pod(inGroup("spark"), count("3")), []want{required(roleField)}, "must be set when annotation scheduling.muster.dev/role-count is set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := validateCreate(tt.pod)
+			expectErrors(t, errs, tt.want...)
+			for _, e := range errs {
+				if !strings.Contains(e.Error(), tt.rule) {
+					t.Errorf("error %q does not say %q", e.Error(), tt.rule)
+				}
+			}
+		})
+	}
+}
