@@ -66,7 +66,8 @@ func TestSyncRolesCompleteness(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, nil, objects(newGroup(3, spark), tc.pods...)...)
+			// Completeness, not batching: every change is written at once.
+			h := newHarness(t, func(c *Config) { c.StatusBatchPeriod = 0 }, objects(newGroup(3, spark), tc.pods...)...)
 			h.sync()
 			pg := h.group()
 			status := metav1.ConditionFalse
