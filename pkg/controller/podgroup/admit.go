@@ -42,15 +42,20 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		c.setWaiting(pg, v, condReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
 		return false
 	}
-	need := neededNow(pg)
+	need := minCount(pg)
+	rolesMsg, rolesShort := rolesShort(pg, v)
 	if v.active < need {
+		msg := fmt.Sprintf("has %d of the %d active pods it needs", v.active, need)
+		if rolesShort {
+			msg += "; " + rolesMsg
+		}
 		c.withdraw(key)
-		c.setWaiting(pg, v, condReasonWaitingForPods, fmt.Sprintf("has %d of the %d active pods it needs", v.active, need), now)
+		c.setWaiting(pg, v, condReasonWaitingForPods, truncate(msg), now)
 		return false
 	}
-	if msg, short := rolesShort(pg, v); short {
+	if rolesShort {
 		c.withdraw(key)
-		c.setWaiting(pg, v, condReasonWaitingForPods, msg, now)
+		c.setWaiting(pg, v, condReasonWaitingForPods, truncate(rolesMsg), now)
 		return false
 	}
 	reason, msg := condReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)

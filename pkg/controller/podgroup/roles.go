@@ -32,31 +32,22 @@ func (v *podView) countActiveRole(p *corev1.Pod) {
 	v.roleActive[roleOf(p)]++
 }
 
-// neededNow is how many active pods the group needs to be admitted: minCount,
-// less the pods of roles that are created later, which cannot exist before
-// the pods that create them run.
-func neededNow(pg *v1alpha1.PodGroup) int32 {
-	need := minCount(pg)
-	for _, r := range pg.Spec.Roles {
-		if r.CreatedLater {
-			need -= r.Count
-		}
-	}
-	return need
-}
-
-// rolesShort is step 6's check for roles: it says which roles, other than
-// those created later, have fewer active pods than their count. A gang with
-// enough pods in total can still lack a role, such as ten workers and no
-// driver; such a gang is not complete.
+// rolesShort is step 6's check for roles: it says which roles have fewer
+// active pods than their count. A gang with enough pods in total can still
+// lack a role, such as ten workers and no driver; such a gang is not
+// complete. Roles created later count too: admitting the pods that exist
+// while their workers do not would need capacity reserved for pods not yet
+// created, which Muster does not do yet, and releasing a driver without it
+// is the deadlock gang admission exists to prevent.
 func rolesShort(pg *v1alpha1.PodGroup, v *podView) (string, bool) {
 	var short []string
 	for _, r := range pg.Spec.Roles {
-		if r.CreatedLater {
-			continue
-		}
 		if have := v.roleActive[r.Name]; have < r.Count {
-			short = append(short, fmt.Sprintf("%s has %d of %d", r.Name, have, r.Count))
+			msg := fmt.Sprintf("%s has %d of %d", r.Name, have, r.Count)
+			if r.CreatedLater {
+				msg += " (createdLater: its pods must exist before the gang is admitted; reserving capacity for them is not supported yet)"
+			}
+			short = append(short, msg)
 		}
 	}
 	if len(short) == 0 {
