@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +42,17 @@ type driver struct {
 	muster versioned.Interface
 	rec    *recorder
 	stopCh chan struct{}
+	// retries counts creates retried after a server-side failure.
+	retries atomic.Int64
+}
+
+// maxRetries bounds the retries of one failed create.
+const maxRetries = 5
+
+// retriable reports whether a failed request may succeed when sent again:
+// the server failed (a webhook call timed out), not the request.
+func retriable(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // newDriver builds clients that the driver's own side never throttles, and
@@ -120,6 +133,13 @@ func (d *driver) createPods(ctx context.Context, pods []*corev1.Pod) ([]types.UI
 	start := time.Now()
 	err := d.parallel(ctx, len(pods), func(ctx context.Context, i int) error {
 		created, err := d.kube.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{})
+		// A framework retries what the server failed to do, such as a
+		// webhook call that timed out; the table counts these retries.
+		for try := 1; err != nil && try <= maxRetries && retriable(err); try++ {
+			d.retries.Add(1)
+			time.Sleep(100 * time.Millisecond)
+			created, err = d.kube.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{})
+		}
 		if err != nil {
 			return fmt.Errorf("creating pod %s/%s: %w", pods[i].Namespace, pods[i].Name, err)
 		}

@@ -46,6 +46,7 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 	}
 	row("exact at the end", exact, fmt.Sprintf("%d groups: %d with wrong counts; %d pods keep Muster's finalizer; %d stuck Terminating",
 		r.exact.groups, r.exact.wrong, r.exact.finalizersLeft, r.exact.terminatingLeft))
+	row("pod creates retried", fmt.Sprint(r.retries), "the API server failed them (e.g. a webhook call timed out)")
 	if r.burst.lateStarts > 0 {
 		row("note", fmt.Sprintf("%d late", r.burst.lateStarts), "burst pods started after the instant all were to finish: the accounting backlog was smaller")
 	}

@@ -26,6 +26,7 @@ type report struct {
 	calls   apiCalls
 	pods    int // labelled pods Muster handled while calls were counted
 	exact   exactness
+	retries int64
 	elapsed time.Duration
 }
 
@@ -68,6 +69,7 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 		return nil, err
 	}
 	rep.elapsed = time.Since(began)
+	rep.retries = d.retries.Load()
 	if !rep.exact.ok() {
 		return rep, fmt.Errorf("counts are not exact: %d of %d groups wrong (first: %s), %d pods keep Muster's finalizer, %d stuck Terminating",
 			rep.exact.wrong, rep.exact.groups, rep.exact.firstWrong, rep.exact.finalizersLeft, rep.exact.terminatingLeft)
