@@ -53,8 +53,8 @@ func NewControllerOptions() *ControllerOptions {
 	// By default Muster leaves alone kube-system and its own namespace.
 	cfg.NamespaceSelector = scheduling.NamespaceSelectorExcluding(ns)
 	return &ControllerOptions{
-		Config:               cfg,
-		Enabled:              true,
+		Config:  cfg,
+		Enabled: true,
 		// Measured with make perf on 2 cores: at 50 queries a second the
 		// controller, not kube-apiserver, capped releases at 50 pods a
 		// second (0.49 of the raw gate-removal rate); at 1000 the cap was

@@ -111,8 +111,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	next = pg.DeepCopy()
 	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
-	countRemoved(next, view, removed)                             // step 11
-	finishAfter := c.finish(next, view, removed, now)             // step 12
+	countRemoved(next, view, removed)                                    // step 11
+	finishAfter := c.finish(next, view, removed, now)                    // step 12
 	pg, flushAfter, wrote, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
 		return 0, err
