@@ -1,47 +1,30 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
-	"strconv"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/muster-dev/muster/pkg/controller/apicalls"
 )
 
-// callKey is one series of muster_controller_api_requests_total.
-type callKey struct{ client, verb, resource string }
-
 // apiCalls are the controller's request counters by series.
-type apiCalls map[callKey]float64
-
-func (a apiCalls) minus(b apiCalls) apiCalls {
-	out := apiCalls{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
+type apiCalls = apicalls.Counts
 
 // writes sums the counters of the verbs that change an object.
-func (a apiCalls) writes() float64 {
+func writes(a apiCalls) float64 {
 	sum := 0.0
 	for k, v := range a {
-		switch k.verb {
+		switch k.Verb {
 		case "create", "update", "patch", "delete", "deletecollection", "apply":
 			sum += v
 		}
 	}
 	return sum
 }
-
-var callLine = regexp.MustCompile(`^muster_controller_api_requests_total\{client="([^"]*)",resource="([^"]*)",verb="([^"]*)"\} (\S+)$`)
 
 // scrapeCalls reads the controller's request counters from Muster's
 // /metrics, as the cluster admin.
@@ -65,24 +48,5 @@ func (d *driver) scrapeCalls(ctx context.Context) (apiCalls, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s: %v", resp.Status, err)
 	}
-	return parseCalls(body)
-}
-
-// parseCalls reads the request counters from a Prometheus text exposition.
-func parseCalls(body []byte) (apiCalls, error) {
-	calls := apiCalls{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		m := callLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[4], 64)
-		if err != nil {
-			return nil, fmt.Errorf("parsing %q: %w", sc.Text(), err)
-		}
-		calls[callKey{client: m[1], resource: m[2], verb: m[3]}] = v
-	}
-	return calls, sc.Err()
+	return apicalls.Parse(body)
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/muster-dev/muster/pkg/controller/apicalls"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -29,16 +30,16 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 	row("accounted pods/s (one backlog)", perSec(r.burst.accountRate), fmt.Sprintf("%.2f x raw finalizer removal %s", ratio(r.burst.accountRate, r.base.finalizerRate), perSec(r.base.finalizerRate)))
 	row(fmt.Sprintf("accounting %d finished pods", r.burst.pods), secs(r.burst.accountTime), fmt.Sprintf("%.2f x raw time %s to remove %d finalizers", ratio(r.burst.accountTime.Seconds(), r.base.finalizerTime.Seconds()), secs(r.base.finalizerTime), r.base.pods))
 	row("  of which kwok ending the pods", secs(r.burst.finishSpan), "first pod finished -> last pod finished: the backlog cannot be accounted faster")
-	row("API writes per pod", fmt.Sprintf("%.2f", r.calls.writes()/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
-	keys := make([]callKey, 0, len(r.calls))
+	row("API writes per pod", fmt.Sprintf("%.2f", writes(r.calls)/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
+	keys := make([]apicalls.Key, 0, len(r.calls))
 	for k := range r.calls {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b callKey) int {
-		return strings.Compare(a.client+a.resource+a.verb, b.client+b.resource+b.verb)
+	slices.SortFunc(keys, func(a, b apicalls.Key) int {
+		return strings.Compare(a.Client+a.Resource+a.Verb, b.Client+b.Resource+b.Verb)
 	})
 	for _, k := range keys {
-		row(fmt.Sprintf("  %s %s %s", k.client, k.verb, k.resource), fmt.Sprintf("%.3f", r.calls[k]/float64(r.pods)), fmt.Sprintf("per pod (%.0f calls)", r.calls[k]))
+		row(fmt.Sprintf("  %s %s %s", k.Client, k.Verb, k.Resource), fmt.Sprintf("%.3f", r.calls[k]/float64(r.pods)), fmt.Sprintf("per pod (%.0f calls)", r.calls[k]))
 	}
 	exact := "yes"
 	if !r.exact.ok() {

@@ -63,7 +63,7 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.calls = after.minus(before)
+	rep.calls = after.Minus(before)
 	rep.pods = rep.burst.pods + rep.lat.pods
 	if rep.exact, err = d.audit(ctx, burstGroups, latGroups); err != nil {
 		return nil, err

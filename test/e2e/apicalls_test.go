@@ -36,9 +36,9 @@ func TestAPICallsPerPod(t *testing.T) {
 	}
 	expectNoFinalizers(t, ctx, ns)
 
-	calls := scrapeAPICalls(t, ctx).minus(before)
-	patches := calls[callKey{"kube", "patch", "pods"}]
-	statusWrites := calls[callKey{"muster", "update", "podgroups/status"}]
+	calls := scrapeAPICalls(t, ctx).Minus(before)
+	patches := calls[callKey{Client: "kube", Verb: "patch", Resource: "pods"}]
+	statusWrites := calls[callKey{Client: "muster", Verb: "update", Resource: "podgroups/status"}]
 	t.Logf("gang of %d: %v pod patches (%.2f per pod), %v status writes (%.2f per pod); all calls: %v",
 		n, patches, patches/n, statusWrites, statusWrites/n, calls)
 	if patches != 2*n {

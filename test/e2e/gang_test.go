@@ -69,9 +69,9 @@ func TestGangOfEight(t *testing.T) {
 	}
 	expectNoFinalizers(t, ctx, ns)
 
-	calls := scrapeAPICalls(t, ctx).minus(before)
+	calls := scrapeAPICalls(t, ctx).Minus(before)
 	t.Logf("controller API calls for a gang of 8: %v", calls)
-	if got := calls[callKey{"kube", "patch", "pods"}]; got != 16 {
+	if got := calls[callKey{Client: "kube", Verb: "patch", Resource: "pods"}]; got != 16 {
 		t.Errorf("pod patches = %v, want 16: one gate removal and one finalizer removal per pod", got)
 	}
 	deleteAllPods(t, ctx, ns, 15*time.Second)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,24 +11,14 @@ import (
 
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/muster-dev/muster/pkg/controller/apicalls"
 )
 
 // callKey is one series of muster_controller_api_requests_total.
-type callKey struct{ client, verb, resource string }
+type callKey = apicalls.Key
 
-type apiCalls map[callKey]float64
-
-func (a apiCalls) minus(b apiCalls) apiCalls {
-	out := apiCalls{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
-var callLine = regexp.MustCompile(`^muster_controller_api_requests_total\{client="([^"]*)",resource="([^"]*)",verb="([^"]*)"\} (\S+)$`)
+type apiCalls = apicalls.Counts
 
 // scrapeAPICalls reads the controller's request counters from Muster's
 // /metrics, as the admin user (the path is authorized by the cluster).
@@ -41,19 +30,9 @@ func scrapeAPICalls(t *testing.T, ctx context.Context) apiCalls {
 // scrapeAPICallsFrom reads the request counters of one muster-apiserver.
 func scrapeAPICallsFrom(t *testing.T, ctx context.Context, url string) apiCalls {
 	t.Helper()
-	body := scrapeMetricsFrom(t, ctx, url)
-	calls := apiCalls{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		m := callLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[4], 64)
-		if err != nil {
-			t.Fatalf("parsing %q: %v", sc.Text(), err)
-		}
-		calls[callKey{client: m[1], resource: m[2], verb: m[3]}] = v
+	calls, err := apicalls.Parse(scrapeMetricsFrom(t, ctx, url))
+	if err != nil {
+		t.Fatalf("reading %s/metrics: %v", url, err)
 	}
 	return calls
 }

@@ -51,14 +51,14 @@ func TestTwoReplicas(t *testing.T) {
 	if got := waitGroupFinished(t, ctx, ns, "shared"); got.Status.Succeeded != 4 {
 		t.Fatalf("succeeded = %d, want 4", got.Status.Succeeded)
 	}
-	leader := scrapeAPICalls(t, ctx).minus(before)
-	follower := scrapeAPICallsFrom(t, ctx, replicaURL).minus(beforeReplica)
+	leader := scrapeAPICalls(t, ctx).Minus(before)
+	follower := scrapeAPICallsFrom(t, ctx, replicaURL).Minus(beforeReplica)
 	t.Logf("leader calls: %v; replica calls: %v", leader, follower)
-	if got := leader[callKey{"kube", "patch", "pods"}]; got != 8 {
+	if got := leader[callKey{Client: "kube", Verb: "patch", Resource: "pods"}]; got != 8 {
 		t.Errorf("leader pod patches = %v, want 8", got)
 	}
 	for k, v := range follower {
-		if k.resource != "leases" {
+		if k.Resource != "leases" {
 			t.Errorf("the replica without the Lease sent %v %v: only the leader's controller may act", v, k)
 		}
 	}
@@ -115,7 +115,7 @@ func TestLeaderFailover(t *testing.T) {
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, "w-0", metav1.GetOptions{})
 		return err == nil && !isGated(p) && p.Spec.NodeName != "", nil
 	})
-	if got := scrapeAPICallsFrom(t, ctx, replicaURL)[callKey{"kube", "patch", "pods"}]; got < 1 {
+	if got := scrapeAPICallsFrom(t, ctx, replicaURL)[callKey{Client: "kube", Verb: "patch", Resource: "pods"}]; got < 1 {
 		t.Errorf("the survivor made %v pod patches, want the release to be its own", got)
 	}
 }
