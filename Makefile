@@ -49,7 +49,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest bench perf codegen clean help
+.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest bench perf fuzz codegen clean help
 
 all: build
 
@@ -97,6 +97,23 @@ bench: ## Benchmarks of the controller's hot paths; they print numbers, they ass
 
 perf: build tools ## Load Muster on a local cluster and print rates and latencies against the raw API rates (PERF_ARGS: see go run ./hack/perf -h).
 	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver $(GO) run ./hack/perf $(PERF_ARGS)
+
+# Go fuzz targets, as <package dir>:<target>. Their seed corpora run in
+# `make unit` as plain tests; `make fuzz` fuzzes each for FUZZTIME.
+FUZZ_TARGETS := \
+	pkg/apis/scheduling:FuzzAnnotationParsers \
+	pkg/apis/scheduling/validation:FuzzDecodeAndValidate \
+	pkg/webhook/pods:FuzzHandler \
+	pkg/webhook/pods:FuzzPod
+FUZZTIME ?= 1m
+FUZZ_PARALLEL ?= 2
+
+fuzz: ## Fuzz each target of FUZZ_TARGETS for FUZZTIME (default 1m); a crash is saved under its package's testdata/fuzz.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -parallel $(FUZZ_PARALLEL) ./$$pkg; \
+	done
 
 codegen: ## Regenerate deepcopy, conversion, defaulters, OpenAPI and clients.
 	hack/update-codegen.sh
