@@ -62,6 +62,9 @@ type PodGroupRole struct {
 	// CreatedLater marks a role whose pods another pod of the group (the
 	// driver) creates once it runs (KEP-976 story 4).
 	CreatedLater bool
+	// ReservationTimeoutSeconds bounds how long capacity reserved for a
+	// createdLater role waits for its pods, from admission.
+	ReservationTimeoutSeconds *int32
 }
 
 // PodGroupRoleTemplate holds the fields of a pod that decide where it fits.
@@ -165,6 +168,10 @@ const (
 	// role, a number of roles or a role count that disagrees with
 	// spec.roles; each such pod also gets a RolesMismatch event.
 	ConditionRoleMismatch = "RoleMismatch"
+	// ConditionCapacityReserved is True while capacity is reserved for pods
+	// of createdLater roles that do not exist yet, and False once every
+	// reservation was claimed or given back.
+	ConditionCapacityReserved = "CapacityReserved"
 )
 
 // Reasons of the Finished condition.
@@ -190,6 +197,8 @@ type PodGroupStatus struct {
 
 	Placements []PodPlacement
 
+	Reservations []RoleReservation
+
 	Roles []PodGroupRoleStatus
 
 	AdmissionTime      *metav1.Time
@@ -204,6 +213,14 @@ type PodPlacement struct {
 	Pod  string
 	UID  types.UID
 	Node string
+}
+
+// RoleReservation is capacity held on one node for Count pods of a
+// createdLater role that do not exist yet.
+type RoleReservation struct {
+	Role  string
+	Node  string
+	Count int32
 }
 
 // PodGroupRoleStatus counts one role's pods as the group's totals count

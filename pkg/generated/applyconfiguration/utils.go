@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &schedulingv1alpha1.PodGroupTemplateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodPlacement"):
 		return &schedulingv1alpha1.PodPlacementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoleReservation"):
+		return &schedulingv1alpha1.RoleReservationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TypedLocalObjectReference"):
 		return &schedulingv1alpha1.TypedLocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UncountedTerminatedPods"):

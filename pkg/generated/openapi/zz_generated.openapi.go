@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PodGroupStatus{}.OpenAPIModelName():               schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref),
 		v1alpha1.PodGroupTemplate{}.OpenAPIModelName():             schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref),
 		v1alpha1.PodPlacement{}.OpenAPIModelName():                 schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref),
+		v1alpha1.RoleReservation{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_RoleReservation(ref),
 		v1alpha1.TypedLocalObjectReference{}.OpenAPIModelName():    schema_pkg_apis_scheduling_v1alpha1_TypedLocalObjectReference(ref),
 		v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName():      schema_pkg_apis_scheduling_v1alpha1_UncountedTerminatedPods(ref),
 		v1alpha1.Workload{}.OpenAPIModelName():                     schema_pkg_apis_scheduling_v1alpha1_Workload(ref),
@@ -528,6 +529,13 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupRole(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"reservationTimeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReservationTimeoutSeconds is how long, from the group's admission, the capacity reserved for this createdLater role's pods waits for them; what is still unclaimed then is given back, and the group's CapacityReserved condition says so. When unset, the controller's --reservation-timeout applies. Only for createdLater roles.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"name", "count"},
 			},
@@ -910,6 +918,28 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 							},
 						},
 					},
+					"reservations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"role",
+									"node",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Reservations are the nodes that capacity-aware admission reserved for pods of createdLater roles that do not exist yet, written in the same write as Admitted=True. A pod of the role that arrives takes one: its placement is recorded on that node in the same write that shrinks the reservation, and it is pinned and released at once. What is unclaimed past the role's reservation timeout is given back.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.RoleReservation{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"roles": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -960,7 +990,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName(), v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName(), v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.RoleReservation{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1056,6 +1086,44 @@ func schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref common.ReferenceCallba
 					},
 				},
 				Required: []string{"pod", "uid", "node"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_RoleReservation(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RoleReservation is capacity held on one node for pods of a createdLater role that do not exist yet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"role": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Role is the name of a createdLater role of spec.roles.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the node the capacity is held on.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Count is how many of the role's pods, each as the role's template requests, the node holds room for; at least 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"role", "node", "count"},
 			},
 		},
 	}

@@ -104,6 +104,13 @@ type PodGroupRole struct {
 	// driver: the gang is admitted with capacity reserved for them.
 	// +optional
 	CreatedLater bool `json:"createdLater,omitempty"`
+	// ReservationTimeoutSeconds is how long, from the group's admission, the
+	// capacity reserved for this createdLater role's pods waits for them;
+	// what is still unclaimed then is given back, and the group's
+	// CapacityReserved condition says so. When unset, the controller's
+	// --reservation-timeout applies. Only for createdLater roles.
+	// +optional
+	ReservationTimeoutSeconds *int32 `json:"reservationTimeoutSeconds,omitempty"`
 }
 
 // PodGroupRoleTemplate holds the fields of a pod that decide where it fits.
@@ -289,6 +296,12 @@ const (
 	// role, a number of roles or a role count that disagrees with
 	// spec.roles; each such pod also gets a RolesMismatch event.
 	ConditionRoleMismatch = "RoleMismatch"
+	// ConditionCapacityReserved is True while capacity-aware admission holds
+	// capacity (status.reservations) for pods of createdLater roles that do
+	// not exist yet. It goes False with reason AllClaimed once every
+	// reservation was taken by an arriving pod, or ReservationExpired once
+	// what was left unclaimed past the role's timeout was given back.
+	ConditionCapacityReserved = "CapacityReserved"
 )
 
 // Reasons of the Finished condition.
@@ -352,6 +365,18 @@ type PodGroupStatus struct {
 	// +listMapKey=uid
 	Placements []PodPlacement `json:"placements,omitempty"`
 
+	// Reservations are the nodes that capacity-aware admission reserved for
+	// pods of createdLater roles that do not exist yet, written in the same
+	// write as Admitted=True. A pod of the role that arrives takes one: its
+	// placement is recorded on that node in the same write that shrinks the
+	// reservation, and it is pinned and released at once. What is unclaimed
+	// past the role's reservation timeout is given back.
+	// +optional
+	// +listType=map
+	// +listMapKey=role
+	// +listMapKey=node
+	Reservations []RoleReservation `json:"reservations,omitempty"`
+
 	// Roles count the pods of each of spec.roles, as active, succeeded and
 	// failed count all of the group's pods.
 	// +optional
@@ -381,6 +406,18 @@ type PodPlacement struct {
 	UID types.UID `json:"uid"`
 	// Node is the name of the node the pod is pinned to when it is released.
 	Node string `json:"node"`
+}
+
+// RoleReservation is capacity held on one node for pods of a createdLater
+// role that do not exist yet.
+type RoleReservation struct {
+	// Role is the name of a createdLater role of spec.roles.
+	Role string `json:"role"`
+	// Node is the node the capacity is held on.
+	Node string `json:"node"`
+	// Count is how many of the role's pods, each as the role's template
+	// requests, the node holds room for; at least 1.
+	Count int32 `json:"count"`
 }
 
 // PodGroupRoleStatus counts the pods of one role.

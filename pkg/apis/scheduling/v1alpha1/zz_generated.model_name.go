@@ -87,6 +87,11 @@ func (in PodPlacement) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RoleReservation) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.RoleReservation"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TypedLocalObjectReference) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.TypedLocalObjectReference"
 }

@@ -121,6 +121,7 @@ func ValidatePodGroupStatusUpdate(pg, old *scheduling.PodGroup) field.ErrorList 
 	allErrs = append(allErrs, validatePodGroupStatus(&pg.Status, statusPath)...)
 	allErrs = append(allErrs, validateStatusAgainstSpec(pg, statusPath)...)
 	allErrs = append(allErrs, validateRoleStatuses(pg.Status.Roles, pg.Spec.Roles, statusPath.Child("roles"))...)
+	allErrs = append(allErrs, validateReservations(pg.Status.Reservations, pg.Spec.Roles, statusPath.Child("reservations"))...)
 	allErrs = append(allErrs, validatePodGroupStatusTransition(&pg.Status, &old.Status, statusPath)...)
 	allErrs = append(allErrs, validateRoleStatusTransition(pg.Status.Roles, old.Status.Roles, statusPath.Child("roles"))...)
 	return allErrs

@@ -50,6 +50,15 @@ func validateRoles(roles []scheduling.PodGroupRole, policy *scheduling.PodGroupS
 		} else if r.Template == nil {
 			allErrs = append(allErrs, field.Required(p.Child("template"), "required when createdLater is true: capacity for pods that do not exist yet is reserved from it"))
 		}
+		if t := r.ReservationTimeoutSeconds; t != nil {
+			tp := p.Child("reservationTimeoutSeconds")
+			switch {
+			case !r.CreatedLater:
+				allErrs = append(allErrs, field.Forbidden(tp, "may only be set when createdLater is true: only pods that do not exist yet have capacity reserved"))
+			case *t < 1:
+				allErrs = append(allErrs, field.Invalid(tp, *t, "must be greater than or equal to 1"))
+			}
+		}
 	}
 	if existing == 0 {
 		allErrs = append(allErrs, field.Invalid(rolesPath, "createdLater", "at least one role must not be createdLater: some pod of the group must exist to create the others"))
@@ -181,6 +190,54 @@ func validateRoleStatusTransition(statuses, old []scheduling.PodGroupRoleStatus,
 	for name, o := range oldByName {
 		if o.Succeeded > 0 || o.Failed > 0 {
 			allErrs = append(allErrs, field.Forbidden(fldPath, fmt.Sprintf("role %q cannot be removed: it has counted finished pods", name)))
+		}
+	}
+	return allErrs
+}
+
+// validateReservations checks status.reservations: each names a
+// createdLater role of the spec and a node, once per role and node, for at
+// least one pod, and no more pods in all than the role's count.
+func validateReservations(rs []scheduling.RoleReservation, roles []scheduling.PodGroupRole, fldPath *field.Path) field.ErrorList {
+	if len(rs) == 0 {
+		return nil
+	}
+	var allErrs field.ErrorList
+	if len(rs) > scheduling.MaxPlacements {
+		allErrs = append(allErrs, field.TooMany(fldPath, len(rs), scheduling.MaxPlacements))
+	}
+	later := map[string]int32{}
+	for _, r := range roles {
+		if r.CreatedLater {
+			later[r.Name] = r.Count
+		}
+	}
+	type key struct{ role, node string }
+	seen := sets.New[key]()
+	total := map[string]int64{}
+	for i, r := range rs {
+		p := fldPath.Index(i)
+		if _, ok := later[r.Role]; !ok {
+			allErrs = append(allErrs, field.NotFound(p.Child("role"), r.Role))
+		}
+		for _, msg := range apivalidation.NameIsDNSSubdomain(r.Node, false) {
+			allErrs = append(allErrs, field.Invalid(p.Child("node"), r.Node, msg))
+		}
+		if k := (key{r.Role, r.Node}); seen.Has(k) {
+			allErrs = append(allErrs, field.Duplicate(p, fmt.Sprintf("role %s on node %s", r.Role, r.Node)))
+		} else {
+			seen.Insert(k)
+		}
+		if r.Count < 1 {
+			allErrs = append(allErrs, field.Invalid(p.Child("count"), r.Count, "must be greater than or equal to 1"))
+		}
+		total[r.Role] += int64(r.Count)
+	}
+	for i, r := range rs {
+		if want, ok := later[r.Role]; ok && total[r.Role] > int64(want) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Index(i).Child("count"), r.Count,
+				fmt.Sprintf("reservations of role %s add up to %d, more than its count %d", r.Role, total[r.Role], want)))
+			total[r.Role] = 0 // said once per role.
 		}
 	}
 	return allErrs

@@ -33,6 +33,11 @@ func withTemplate(r scheduling.PodGroupRole, mod func(*scheduling.PodGroupRoleTe
 	return r
 }
 
+func withTimeout(r scheduling.PodGroupRole, seconds int32) scheduling.PodGroupRole {
+	r.ReservationTimeoutSeconds = &seconds
+	return r
+}
+
 // roles sets spec.roles and a gang of minCount, so that a test states both.
 func roles(minCount int32, rs ...scheduling.PodGroupRole) func(*scheduling.PodGroup) {
 	return func(pg *scheduling.PodGroup) {
@@ -103,6 +108,11 @@ func TestValidatePodGroupRoles(t *testing.T) {
 			[]ruleWant{{required("spec.roles[1].template"), "required when createdLater is true"}}},
 		{"not every role may be created later", podGroup(roles(2, later("a", 1), later("b", 1))),
 			[]ruleWant{{invalid("spec.roles"), "at least one role must not be createdLater"}}},
+		{"a reservation timeout on a role created later is valid", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 60))), nil},
+		{"a reservation timeout needs createdLater", podGroup(roles(2, role("driver", 1), withTimeout(role("worker", 1), 60))),
+			[]ruleWant{{forbidden("spec.roles[1].reservationTimeoutSeconds"), "may only be set when createdLater is true"}}},
+		{"a reservation timeout is at least 1", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 0))),
+			[]ruleWant{{invalid("spec.roles[1].reservationTimeoutSeconds"), "greater than or equal to 1"}}},
 		{"negative requests are invalid", podGroup(roles(2, role("driver", 1), withTemplate(role("worker", 1), func(t *scheduling.PodGroupRoleTemplate) {
 			t.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}
 		}))), []ruleWant{{invalid("spec.roles[1].template.requests[cpu]"), "greater than or equal to 0"}}},
@@ -189,6 +199,38 @@ func TestValidatePodGroupRoleStatus(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			expectRules(t, ValidatePodGroupStatusUpdate(tc.new, tc.old), tc.want...)
+		})
+	}
+}
+
+func TestValidatePodGroupReservations(t *testing.T) {
+	spec := roles(9, role("driver", 1), later("worker", 8))
+	withReservations := func(rs ...scheduling.RoleReservation) func(*scheduling.PodGroup) {
+		return func(pg *scheduling.PodGroup) { pg.Status.Reservations = rs }
+	}
+	res := func(role, node string, count int32) scheduling.RoleReservation {
+		return scheduling.RoleReservation{Role: role, Node: node, Count: count}
+	}
+	tests := []struct {
+		name string
+		pg   *scheduling.PodGroup
+		want []ruleWant
+	}{
+		{"reservations of a role created later are valid", podGroup(spec, withReservations(res("worker", "n1", 5), res("worker", "n2", 3))), nil},
+		{"a reservation names a role created later", podGroup(spec, withReservations(res("driver", "n1", 1))),
+			[]ruleWant{{want{field.ErrorTypeNotFound, "status.reservations[0].role"}, "Not found"}}},
+		{"a reservation names a node", podGroup(spec, withReservations(res("worker", "Not_A_Node", 1))),
+			[]ruleWant{{invalid("status.reservations[0].node"), "RFC 1123 subdomain"}}},
+		{"a role and node appear once", podGroup(spec, withReservations(res("worker", "n1", 1), res("worker", "n1", 1))),
+			[]ruleWant{{duplicate("status.reservations[1]"), "role worker on node n1"}}},
+		{"a reservation holds at least one pod", podGroup(spec, withReservations(res("worker", "n1", 0))),
+			[]ruleWant{{invalid("status.reservations[0].count"), "greater than or equal to 1"}}},
+		{"reservations hold no more than the role's count", podGroup(spec, withReservations(res("worker", "n1", 5), res("worker", "n2", 4))),
+			[]ruleWant{{invalid("status.reservations[0].count"), "add up to 9, more than its count 8"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expectRules(t, ValidatePodGroupStatusUpdate(tc.pg, podGroup(spec)), tc.want...)
 		})
 	}
 }

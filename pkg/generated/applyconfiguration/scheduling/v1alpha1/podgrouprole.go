@@ -34,6 +34,12 @@ type PodGroupRoleApplyConfiguration struct {
 	// group once that one runs, such as Spark executors created by the
 	// driver: the gang is admitted with capacity reserved for them.
 	CreatedLater *bool `json:"createdLater,omitempty"`
+	// ReservationTimeoutSeconds is how long, from the group's admission, the
+	// capacity reserved for this createdLater role's pods waits for them;
+	// what is still unclaimed then is given back, and the group's
+	// CapacityReserved condition says so. When unset, the controller's
+	// --reservation-timeout applies. Only for createdLater roles.
+	ReservationTimeoutSeconds *int32 `json:"reservationTimeoutSeconds,omitempty"`
 }
 
 // PodGroupRoleApplyConfiguration constructs a declarative configuration of the PodGroupRole type for use with
@@ -71,5 +77,13 @@ func (b *PodGroupRoleApplyConfiguration) WithTemplate(value *PodGroupRoleTemplat
 // If called multiple times, the CreatedLater field is set to the value of the last call.
 func (b *PodGroupRoleApplyConfiguration) WithCreatedLater(value bool) *PodGroupRoleApplyConfiguration {
 	b.CreatedLater = &value
+	return b
+}
+
+// WithReservationTimeoutSeconds sets the ReservationTimeoutSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReservationTimeoutSeconds field is set to the value of the last call.
+func (b *PodGroupRoleApplyConfiguration) WithReservationTimeoutSeconds(value int32) *PodGroupRoleApplyConfiguration {
+	b.ReservationTimeoutSeconds = &value
 	return b
 }

@@ -60,6 +60,13 @@ type PodGroupStatusApplyConfiguration struct {
 	// restarts in between carries out the same placement, and its capacity
 	// stays reserved meanwhile. An entry goes once its pod is released.
 	Placements []PodPlacementApplyConfiguration `json:"placements,omitempty"`
+	// Reservations are the nodes that capacity-aware admission reserved for
+	// pods of createdLater roles that do not exist yet, written in the same
+	// write as Admitted=True. A pod of the role that arrives takes one: its
+	// placement is recorded on that node in the same write that shrinks the
+	// reservation, and it is pinned and released at once. What is unclaimed
+	// past the role's reservation timeout is given back.
+	Reservations []RoleReservationApplyConfiguration `json:"reservations,omitempty"`
 	// Roles count the pods of each of spec.roles, as active, succeeded and
 	// failed count all of the group's pods.
 	Roles []PodGroupRoleStatusApplyConfiguration `json:"roles,omitempty"`
@@ -173,6 +180,19 @@ func (b *PodGroupStatusApplyConfiguration) WithPlacements(values ...*PodPlacemen
 			panic("nil value passed to WithPlacements")
 		}
 		b.Placements = append(b.Placements, *values[i])
+	}
+	return b
+}
+
+// WithReservations adds the given value to the Reservations field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Reservations field.
+func (b *PodGroupStatusApplyConfiguration) WithReservations(values ...*RoleReservationApplyConfiguration) *PodGroupStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReservations")
+		}
+		b.Reservations = append(b.Reservations, *values[i])
 	}
 	return b
 }
