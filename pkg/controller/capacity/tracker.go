@@ -38,6 +38,11 @@ type Tracker struct {
 	// admission cycle and not yet seen there. Both map pod UID to node.
 	placements map[string]map[types.UID]string
 	assumed    map[string]map[types.UID]string
+	// reserved are the slots for pods not yet created that PodGroup status
+	// records; assumedSlots are decided by a cycle and not yet seen there
+	// (reserve.go).
+	reserved     map[string][]Slot
+	assumedSlots map[string][]Slot
 }
 
 type usage struct {
@@ -65,14 +70,16 @@ type managedPod struct {
 // deletionTimestamp hold nothing (KEP-6143).
 func NewTracker(fastRelease bool) *Tracker {
 	return &Tracker{
-		fastRelease: fastRelease,
-		nodes:       map[string]*Node{},
-		used:        map[string]*usage{},
-		unmanaged:   map[types.UID]holding{},
-		managed:     map[types.UID]*managedPod{},
-		byGroup:     map[string]map[types.UID]struct{}{},
-		placements:  map[string]map[types.UID]string{},
-		assumed:     map[string]map[types.UID]string{},
+		fastRelease:  fastRelease,
+		nodes:        map[string]*Node{},
+		used:         map[string]*usage{},
+		unmanaged:    map[types.UID]holding{},
+		managed:      map[types.UID]*managedPod{},
+		byGroup:      map[string]map[types.UID]struct{}{},
+		placements:   map[string]map[types.UID]string{},
+		assumed:      map[string]map[types.UID]string{},
+		reserved:     map[string][]Slot{},
+		assumedSlots: map[string][]Slot{},
 	}
 }
 
@@ -312,6 +319,7 @@ func (t *Tracker) Assume(key string, byUID map[types.UID]string) {
 func (t *Tracker) Forget(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.forgetSlots(key, false)
 	if _, ok := t.assumed[key]; !ok {
 		return
 	}
@@ -325,6 +333,7 @@ func (t *Tracker) ForgetGroup(key string) {
 	defer t.mu.Unlock()
 	delete(t.assumed, key)
 	delete(t.placements, key)
+	t.forgetSlots(key, true)
 	t.reholdGroup(key)
 }
 

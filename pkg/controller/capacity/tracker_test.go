@@ -136,6 +136,55 @@ func TestTrackerHoldings(t *testing.T) {
 			want: map[string]int64{},
 		},
 		{
+			name: "reservations recorded in status hold their nodes",
+			steps: []step{
+				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3), cpuSlot("b", 1, 1)}) },
+			},
+			want: map[string]int64{"a": 6000, "b": 1000},
+		},
+		{
+			name: "a smaller reservation replaces the old one",
+			steps: []step{
+				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3)}) },
+				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 1)}) },
+			},
+			want: map[string]int64{"a": 2000},
+		},
+		{
+			name: "assumed reservations hold until forgotten",
+			steps: []step{
+				func(tr *Tracker) { tr.AssumeReservations("ns/g", []Slot{cpuSlot("b", 4, 2)}) },
+				func(tr *Tracker) { tr.Forget("ns/g") },
+			},
+			want: map[string]int64{},
+		},
+		{
+			name: "assumed reservations give way to the recorded ones",
+			steps: []step{
+				func(tr *Tracker) { tr.AssumeReservations("ns/g", []Slot{cpuSlot("b", 4, 2)}) },
+				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("b", 4, 2)}) },
+				func(tr *Tracker) { tr.Forget("ns/g") },
+			},
+			want: map[string]int64{"b": 8000},
+		},
+		{
+			name: "reservations given back hold nothing",
+			steps: []step{
+				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3)}) },
+				func(tr *Tracker) { tr.SetReservations("ns/g", nil) },
+			},
+			want: map[string]int64{},
+		},
+		{
+			name: "a deleted group's reservations are dropped",
+			steps: []step{
+				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3)}) },
+				func(tr *Tracker) { tr.AssumeReservations("ns/g", []Slot{cpuSlot("b", 1, 1)}) },
+				func(tr *Tracker) { tr.ForgetGroup("ns/g") },
+			},
+			want: map[string]int64{},
+		},
+		{
 			name: "deleted group's placements are dropped",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
@@ -158,6 +207,41 @@ func TestTrackerHoldings(t *testing.T) {
 				t.Errorf("requested cpu per node (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func cpuSlot(node string, cpu, count int64) Slot {
+	return Slot{Node: node, Requests: Resources{MilliCPU: cpu * 1000}, Count: count}
+}
+
+func TestClaims(t *testing.T) {
+	slot := Resources{MilliCPU: 2000, Memory: 1 << 30}
+	tests := []struct {
+		name string
+		node *corev1.Node
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"a pod as large as the template claims", node("a", "8", "8Gi"), pod("w", "2", withMemory("1Gi")), true},
+		{"a smaller pod claims", node("a", "8", "8Gi"), pod("w", "1"), true},
+		{"more cpu than the template does not", node("a", "8", "8Gi"), pod("w", "3"), false},
+		{"more memory than the template does not", node("a", "8", "8Gi"), pod("w", "1", withMemory("2Gi")), false},
+		{"an extended resource the template lacks does not", node("a", "8", "8Gi", withAllocatable("example.com/gpu", "4")), pod("w", "1", withRequest("example.com/gpu", "1")), false},
+		{"a node that is not ready does not take it", node("a", "8", "8Gi", notReady), pod("w", "1"), false},
+		{"an untolerated taint keeps the pod off", node("a", "8", "8Gi", withTaint("gpu", corev1.TaintEffectNoSchedule)), pod("w", "1"), false},
+		{"a tolerated taint does not", node("a", "8", "8Gi", withTaint("gpu", corev1.TaintEffectNoSchedule)), pod("w", "1", withToleration("gpu")), true},
+		{"a node selector the node does not match", node("a", "8", "8Gi"), pod("w", "1", withNodeSelector("pool", "gpu")), false},
+		{"a node selector the node matches", node("a", "8", "8Gi", withLabel("pool", "gpu")), pod("w", "1", withNodeSelector("pool", "gpu")), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Claims(NewNode(tc.node), tc.pod, slot); got != tc.want {
+				t.Errorf("Claims = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if Claims(nil, pod("w", "1"), slot) {
+		t.Error("Claims on a node the tracker does not know = true, want false")
 	}
 }
 

@@ -29,6 +29,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 	}
 	if isAdmitted(pg) {
 		if c.capacity != nil {
+			v.reserveAfter = c.reserve(pg, v, now) // reservations.go
 			c.placeJoiners(key, pg, v)
 		}
 		return true
@@ -44,8 +45,14 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 	}
 	need := minCount(pg)
 	rolesMsg, rolesShort := rolesShort(pg, v)
-	if v.active < need {
+	// Pods of createdLater roles are not waited for: their places are
+	// reserved when the gang is admitted (reservations.go).
+	later := sumCounts(laterMissing(pg, v))
+	if v.active+later < need {
 		msg := fmt.Sprintf("has %d of the %d active pods it needs", v.active, need)
+		if later > 0 {
+			msg = fmt.Sprintf("has %d of the %d active pods it needs before the %d pods created later", v.active, need-later, later)
+		}
 		if rolesShort {
 			msg += "; " + rolesMsg
 		}
@@ -59,11 +66,17 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 		return false
 	}
 	reason, msg := condReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
+	if later > 0 && c.capacity == nil {
+		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", v.active, later)
+	}
 	if c.capacity != nil {
 		if !c.placeGang(key, pg, v, need, now) {
 			return false
 		}
 		reason, msg = condReasonGangFits, fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
+		if later > 0 {
+			msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", v.active, later)
+		}
 	}
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)

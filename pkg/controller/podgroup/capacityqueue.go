@@ -183,6 +183,7 @@ func (c *Controller) admitCycle() {
 	for _, v := range verdicts {
 		if v.Admit {
 			c.capacity.Assume(v.Key, assignedNodes(v))
+			c.capacity.AssumeReservations(v.Key, standInSlots(v.Assignments))
 		}
 	}
 	changed, waiting := c.admission.apply(verdicts)
@@ -196,7 +197,9 @@ func (c *Controller) admitCycle() {
 func assignedNodes(v capacity.Verdict) map[types.UID]string {
 	out := make(map[types.UID]string, len(v.Assignments))
 	for _, a := range v.Assignments {
-		out[a.Pod.UID] = a.Node
+		if !isStandIn(a.Pod.UID) {
+			out[a.Pod.UID] = a.Node
+		}
 	}
 	return out
 }

@@ -38,6 +38,8 @@ type podView struct {
 	// decisionApplied says that this sync put an admission cycle's
 	// placements into status; once written, the decision is recorded.
 	decisionApplied bool
+	// reserveAfter is when a reservation of a createdLater role times out.
+	reserveAfter time.Duration
 	// recorded are side effects of decisions (events, the accounting
 	// metric): they happen only once the status write that records the
 	// decision has succeeded, so that a conflict never repeats them.

@@ -39,6 +39,10 @@ type Config struct {
 	// StalledTimeout is how long a released pod may stay unschedulable on
 	// the node reserved for it before the group reports it as Stalled.
 	StalledTimeout time.Duration
+	// ReservationTimeout is how long, from admission, capacity reserved for
+	// the pods of a createdLater role waits for them, when the role does
+	// not set reservationTimeoutSeconds.
+	ReservationTimeout time.Duration
 }
 
 // The admission modes of --admission.
@@ -50,15 +54,16 @@ const (
 // DefaultConfig returns the defaults the flags start from.
 func DefaultConfig() Config {
 	return Config{
-		Workers:           4,
-		PatchConcurrency:  16,
-		ReleaseGrace:      30 * time.Second,
-		FastRelease:       true,
-		StatusBatchPeriod: time.Second,
-		NamespaceSelector: scheduling.DefaultNamespaceSelector,
-		Admission:         AdmissionCapacity,
-		QueueingStrategy:  capacity.BestEffortFIFO,
-		StalledTimeout:    time.Minute,
+		Workers:            4,
+		PatchConcurrency:   16,
+		ReleaseGrace:       30 * time.Second,
+		FastRelease:        true,
+		StatusBatchPeriod:  time.Second,
+		NamespaceSelector:  scheduling.DefaultNamespaceSelector,
+		Admission:          AdmissionCapacity,
+		QueueingStrategy:   capacity.BestEffortFIFO,
+		StalledTimeout:     time.Minute,
+		ReservationTimeout: 5 * time.Minute,
 	}
 }
 
@@ -84,6 +89,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.StalledTimeout, "stalled-pod-timeout", c.StalledTimeout,
 		"How long a released pod may stay unschedulable on the node reserved for it (capacity taken by a pod Muster does not manage) "+
 			"before its PodGroup reports Stalled=True.")
+	fs.DurationVar(&c.ReservationTimeout, "reservation-timeout", c.ReservationTimeout,
+		"How long, from a gang's admission, capacity reserved for the pods of a createdLater role (workers its driver creates) waits for them "+
+			"before what is unclaimed is given back; a role's reservationTimeoutSeconds overrides it.")
 }
 
 // Validate checks the configuration.
@@ -106,6 +114,9 @@ func (c *Config) Validate() []error {
 	}
 	if c.QueueingStrategy != capacity.BestEffortFIFO && c.QueueingStrategy != capacity.StrictFIFO {
 		errs = append(errs, fmt.Errorf("--queueing-strategy must be %q or %q, got %q", capacity.BestEffortFIFO, capacity.StrictFIFO, c.QueueingStrategy))
+	}
+	if c.ReservationTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--reservation-timeout must be positive, got %s", c.ReservationTimeout))
 	}
 	if c.StalledTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--stalled-pod-timeout must be positive, got %s", c.StalledTimeout))

@@ -118,7 +118,11 @@ func (c *Controller) trackPod(p *corev1.Pod) {
 
 func (c *Controller) addPodGroup(obj interface{}) {
 	if pg, ok := obj.(*v1alpha1.PodGroup); ok && c.capacity != nil {
-		c.capacity.SetPlacements(groupKey(pg.Namespace, pg.Name), placementsByUID(pg))
+		// Placements first: a place claimed from a reservation is held
+		// twice for a moment, never not at all.
+		key := groupKey(pg.Namespace, pg.Name)
+		c.capacity.SetPlacements(key, placementsByUID(pg))
+		c.capacity.SetReservations(key, slotsOf(pg))
 	}
 	c.enqueueObject(obj)
 }

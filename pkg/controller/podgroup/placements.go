@@ -20,12 +20,19 @@ import (
 // into status.placements in the same write as Admitted=True, before any pod
 // is pinned or released. It reports whether the gang is admitted now.
 func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) bool {
-	toPlace := unplacedPods(pg, v)
+	// The missing pods of createdLater roles are placed as stand-ins, in
+	// the same all-or-nothing placement, and reserved (reservations.go).
+	toPlace := append(unplacedPods(pg, v), standIns(pg, laterMissing(pg, v))...)
 	released := v.active - int32(len(activeGated(v)))
 	if d, ok := c.admission.decision(key); ok {
 		valid := validAssignments(d, toPlace)
 		if len(valid) > 0 && int32(len(valid))+released >= need {
-			addPlacements(pg, valid)
+			pods, reserved := splitStandIns(valid)
+			addPlacements(pg, pods)
+			if len(reserved) > 0 {
+				addReservations(pg, reserved)
+				setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, condReasonAwaitingPods, reservedMessage(pg), now)
+			}
 			v.decisionApplied = true
 			return true
 		}
@@ -64,6 +71,19 @@ func (c *Controller) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView)
 		return
 	}
 	c.admission.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
+}
+
+// splitStandIns separates the assignments of real pods from those of
+// stand-ins for pods not yet created.
+func splitStandIns(as []capacity.Assignment) (pods, standIns []capacity.Assignment) {
+	for _, a := range as {
+		if isStandIn(a.Pod.UID) {
+			standIns = append(standIns, a)
+		} else {
+			pods = append(pods, a)
+		}
+	}
+	return pods, standIns
 }
 
 // activeGated are the gated pods that can still run.
@@ -135,6 +155,9 @@ func prunePlacements(pg *v1alpha1.PodGroup, v *podView) {
 		for _, p := range activeGated(v) {
 			keep[p.UID] = true
 		}
+	}
+	if isFinished(pg) {
+		pg.Status.Reservations = nil // a finished group waits for no pod.
 	}
 	pg.Status.Placements = slices.DeleteFunc(slices.Clone(pg.Status.Placements), func(p v1alpha1.PodPlacement) bool { return !keep[p.UID] })
 	if len(pg.Status.Placements) == 0 {

@@ -35,19 +35,13 @@ func (v *podView) countActiveRole(p *corev1.Pod) {
 // rolesShort is step 6's check for roles: it says which roles have fewer
 // active pods than their count. A gang with enough pods in total can still
 // lack a role, such as ten workers and no driver; such a gang is not
-// complete. Roles created later count too: admitting the pods that exist
-// while their workers do not would need capacity reserved for pods not yet
-// created, which Muster does not do yet, and releasing a driver without it
-// is the deadlock gang admission exists to prevent.
+// complete. Roles created later are not waited for: capacity-aware
+// admission reserves places for their missing pods (reservations.go).
 func rolesShort(pg *v1alpha1.PodGroup, v *podView) (string, bool) {
 	var short []string
 	for _, r := range pg.Spec.Roles {
-		if have := v.roleActive[r.Name]; have < r.Count {
-			msg := fmt.Sprintf("%s has %d of %d", r.Name, have, r.Count)
-			if r.CreatedLater {
-				msg += " (createdLater: its pods must exist before the gang is admitted; reserving capacity for them is not supported yet)"
-			}
-			short = append(short, msg)
+		if have := v.roleActive[r.Name]; have < r.Count && !r.CreatedLater {
+			short = append(short, fmt.Sprintf("%s has %d of %d", r.Name, have, r.Count))
 		}
 	}
 	if len(short) == 0 {

@@ -178,17 +178,3 @@ func TestSyncRoleMismatch(t *testing.T) {
 	}
 }
 
-// TestSyncRolesCreatedLaterAreWaitedFor checks that a driver whose workers
-// are created later is not released alone: Muster cannot yet reserve the
-// workers' capacity, so the gang waits for every role's pods and says why.
-func TestSyncRolesCreatedLaterAreWaitedFor(t *testing.T) {
-	driverOnly := withRoles(v1alpha1.PodGroupRole{Name: "driver", Count: 1},
-		v1alpha1.PodGroupRole{Name: "worker", Count: 2, CreatedLater: true, Template: &v1alpha1.PodGroupRoleTemplate{}})
-	h := newHarness(t, nil, objects(newGroup(3, driverOnly), newPod("d", inRole("driver")))...)
-	h.sync()
-	if got := h.podPatches(); len(got) != 0 {
-		t.Errorf("pods patched: %v; the driver must stay gated", got)
-	}
-	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods,
-		"has 1 of the 3 active pods it needs; roles lack active pods: worker has 0 of 2 (createdLater: its pods must exist before the gang is admitted; reserving capacity for them is not supported yet)")
-}

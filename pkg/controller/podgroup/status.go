@@ -42,6 +42,9 @@ type decisions struct {
 	AdmissionTime, StartTime, CompletionTime *metav1.Time
 	// Roles are each role's accounting (roles.go); its active pods are a refresh.
 	Roles []roleDecision
+	// Reservations are capacity held for pods not yet created
+	// (reservations.go), claimed in the write that places a pod.
+	Reservations []v1alpha1.RoleReservation
 }
 
 // conditionDecision is what of a condition is a decision.
@@ -63,6 +66,7 @@ func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
 		d.Conditions = append(d.Conditions, conditionDecision{Type: c.Type, Reason: c.Reason, Status: c.Status})
 	}
 	d.Roles = roleDecisions(s.Roles)
+	d.Reservations = s.Reservations
 	return d
 }
 

@@ -60,6 +60,9 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		{"AdmissionTime", "admissionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.AdmissionTime = &t1 }, true},
 		{"StartTime", "startTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.StartTime = &t1 }, true},
 		{"CompletionTime", "completionTime is a decision", func(s *v1alpha1.PodGroupStatus) { s.CompletionTime = &t1 }, true},
+		{"Reservations", "capacity held for pods not yet created is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Reservations = []v1alpha1.RoleReservation{{Role: "worker", Node: "n", Count: 1}}
+		}, true},
 		{"Placements", "a pod placed is a decision", func(s *v1alpha1.PodGroupStatus) {
 			s.Placements = []v1alpha1.PodPlacement{{Pod: "p", UID: "u", Node: "n"}}
 		}, true},

@@ -124,7 +124,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if removeErr != nil {
 		return 0, removeErr
 	}
-	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter), nil
+	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter, view.reserveAfter), nil
 }
 
 // writeStatus writes next's status and returns the stored group. A status

@@ -1,0 +1,122 @@
+package capacity
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Reservations hold capacity for pods that do not exist yet: the pods of a
+// role that a gang's driver creates once it runs (KEP-976 story 4). A gang
+// is admitted with its existing pods placed and its missing pods reserved
+// from their role's template, all or nothing; each pod of the role that
+// arrives later takes one reserved place. Like placements, reservations are
+// recorded in the group's status, so a new leader rebuilds them from a LIST,
+// and a cycle's decision is assumed until the status shows it.
+
+// Slot is capacity held on one node for Count pods, each requesting Requests.
+type Slot struct {
+	Node     string
+	Requests Resources
+	Count    int64
+}
+
+// SetReservations records the reservations a PodGroup's status holds. Once
+// the status shows any, what a cycle assumed for the group is recorded, so
+// the assumed slots go.
+func (t *Tracker) SetReservations(key string, slots []Slot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.holdSlots(t.reserved[key], -1)
+	delete(t.reserved, key)
+	if len(slots) > 0 {
+		t.holdSlots(t.assumedSlots[key], -1)
+		delete(t.assumedSlots, key)
+		t.reserved[key] = t.internSlots(slots)
+		t.holdSlots(t.reserved[key], 1)
+	}
+}
+
+// AssumeReservations holds the slots an admission cycle just decided for
+// group key, until the group's status shows them or Forget is called.
+func (t *Tracker) AssumeReservations(key string, slots []Slot) {
+	if len(slots) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.holdSlots(t.assumedSlots[key], -1)
+	t.assumedSlots[key] = t.internSlots(slots)
+	t.holdSlots(t.assumedSlots[key], 1)
+}
+
+// forgetSlots drops a group's assumed slots and, with recorded, its
+// recorded ones. The caller holds t.mu.
+func (t *Tracker) forgetSlots(key string, recorded bool) {
+	t.holdSlots(t.assumedSlots[key], -1)
+	delete(t.assumedSlots, key)
+	if recorded {
+		t.holdSlots(t.reserved[key], -1)
+		delete(t.reserved, key)
+	}
+}
+
+func (t *Tracker) internSlots(slots []Slot) []Slot {
+	out := make([]Slot, len(slots))
+	for i, s := range slots {
+		s.Node = t.intern(s.Node)
+		out[i] = s
+	}
+	return out
+}
+
+// holdSlots adds (sign 1) or takes back (sign -1) what slots hold.
+func (t *Tracker) holdSlots(slots []Slot, sign int) {
+	for _, s := range slots {
+		for range s.Count {
+			if sign > 0 {
+				t.hold(s.Node, s.Requests)
+			} else {
+				t.release(s.Node, s.Requests)
+			}
+		}
+	}
+}
+
+// Node returns the node of that name, or nil.
+func (t *Tracker) Node(name string) *Node {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.nodes[name]
+}
+
+// Claims reports whether pod p may take a place reserved on node n for
+// pods requesting slot each: it requests no more than the place holds of
+// any resource, and the node passes the scheduler's filters for it (Ready,
+// schedulable, taints tolerated, node selection matched). A pod that asks
+// for more than its role's template said is placed like any other pod.
+func Claims(n *Node, p *corev1.Pod, slot Resources) bool {
+	if n == nil || !n.Ready || n.Object.Spec.Unschedulable || n.Object.DeletionTimestamp != nil {
+		return false
+	}
+	if untolerated(klog.Background(), n.Object.Spec.Taints, p.Spec.Tolerations) {
+		return false
+	}
+	if !matches(nodeaffinity.GetRequiredNodeAffinity(p), n.Object) {
+		return false
+	}
+	return PodRequests(p).Within(slot)
+}
+
+// Within reports whether r asks for no more than o of every resource.
+func (r Resources) Within(o Resources) bool {
+	if r.MilliCPU > o.MilliCPU || r.Memory > o.Memory || r.EphemeralStorage > o.EphemeralStorage {
+		return false
+	}
+	for _, sc := range r.Scalar {
+		if sc.Value > o.ScalarValue(sc.Name) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,292 @@
+package podgroup
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// Roles created later (KEP-976 story 4): a driver creates its workers only
+// once it runs, so the gang cannot wait for them, and releasing the driver
+// alone where its workers do not fit is the deadlock gang admission exists
+// to prevent. So capacity-aware admission places the pods that exist and
+// reserves capacity for the missing ones, from their role's template, in
+// the same all-or-nothing cycle (stand-ins below). The reservations go into
+// status.reservations in the write that admits the gang; each pod of the
+// role that arrives claims one and is pinned there and released at once;
+// what is unclaimed past the role's timeout is given back.
+
+// Reasons of the CapacityReserved condition, and the event of an expiry.
+const (
+	condReasonAwaitingPods   = "AwaitingPods"
+	condReasonAllClaimed     = "AllClaimed"
+	condReasonExpired        = "ReservationExpired"
+	reasonReservationExpired = "ReservationExpired"
+)
+
+// standInUIDPrefix marks the UID of a stand-in: a pod that does not exist,
+// built from a role's template so that an admission cycle places the
+// role's missing pods with the ones that exist. Real UIDs never have it.
+const standInUIDPrefix = "stand-in/"
+
+func isStandIn(uid types.UID) bool { return strings.HasPrefix(string(uid), standInUIDPrefix) }
+
+// laterMissing is how many pods of createdLater roles do not exist yet
+// (as active pods): the places admission reserves for them.
+func laterMissing(pg *v1alpha1.PodGroup, v *podView) map[string]int32 {
+	var out map[string]int32
+	for _, r := range pg.Spec.Roles {
+		if !r.CreatedLater || r.Template == nil {
+			continue
+		}
+		if n := r.Count - v.roleActive[r.Name]; n > 0 {
+			if out == nil {
+				out = map[string]int32{}
+			}
+			out[r.Name] = n
+		}
+	}
+	return out
+}
+
+func sumCounts(m map[string]int32) int32 {
+	var n int32
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// standIns are the pods an admission cycle places for the missing pods of
+// createdLater roles: one per missing pod, shaped by its role's template.
+// Their UIDs are fixed by the group, the role and the index, so that a
+// decision stays valid while the same pods are missing.
+func standIns(pg *v1alpha1.PodGroup, missing map[string]int32) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, r := range pg.Spec.Roles {
+		for i := range missing[r.Name] {
+			p := templatePod(r.Template)
+			p.Name = fmt.Sprintf("%s-%s-%d", pg.Name, r.Name, i)
+			p.UID = types.UID(fmt.Sprintf("%s%s/%s/%d", standInUIDPrefix, pg.UID, r.Name, i))
+			p.Labels = map[string]string{scheduling.RoleLabel: r.Name}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// templatePod is a pod with what a role's template says of its pods: one
+// container with the requests, and the node selection and tolerations.
+func templatePod(t *v1alpha1.PodGroupRoleTemplate) *corev1.Pod {
+	p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "template"}}}}
+	if t == nil {
+		return p
+	}
+	p.Spec.Containers[0].Resources.Requests = t.Requests
+	p.Spec.NodeSelector = t.NodeSelector
+	if t.NodeAffinity != nil {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: t.NodeAffinity}
+	}
+	p.Spec.Tolerations = t.Tolerations
+	return p
+}
+
+// addReservations records the stand-ins' assignments of an admission in
+// status.reservations, one entry per role and node, in a stable order.
+func addReservations(pg *v1alpha1.PodGroup, as []capacity.Assignment) {
+	type key struct{ role, node string }
+	counts := map[key]int32{}
+	for _, a := range as {
+		counts[key{a.Pod.Labels[scheduling.RoleLabel], a.Node}]++
+	}
+	for k, n := range counts {
+		pg.Status.Reservations = append(pg.Status.Reservations, v1alpha1.RoleReservation{Role: k.role, Node: k.node, Count: n})
+	}
+	sortReservations(pg.Status.Reservations)
+}
+
+func sortReservations(rs []v1alpha1.RoleReservation) {
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].Role != rs[j].Role {
+			return rs[i].Role < rs[j].Role
+		}
+		return rs[i].Node < rs[j].Node
+	})
+}
+
+// slotsOf is what a group's status.reservations hold, for the tracker:
+// each place as its role's template requests.
+func slotsOf(pg *v1alpha1.PodGroup) []capacity.Slot {
+	if len(pg.Status.Reservations) == 0 {
+		return nil
+	}
+	req := roleRequests(pg)
+	out := make([]capacity.Slot, 0, len(pg.Status.Reservations))
+	for _, r := range pg.Status.Reservations {
+		out = append(out, capacity.Slot{Node: r.Node, Requests: req[r.Role], Count: int64(r.Count)})
+	}
+	return out
+}
+
+// roleRequests are the requests of one pod of each createdLater role, as
+// its template says.
+func roleRequests(pg *v1alpha1.PodGroup) map[string]capacity.Resources {
+	out := map[string]capacity.Resources{}
+	for _, r := range pg.Spec.Roles {
+		if r.CreatedLater {
+			out[r.Name] = capacity.PodRequests(templatePod(r.Template))
+		}
+	}
+	return out
+}
+
+// standInSlots are the slots a decision's stand-ins take, for the tracker
+// to hold until the group's status shows them.
+func standInSlots(as []capacity.Assignment) []capacity.Slot {
+	var out []capacity.Slot
+	for _, a := range as {
+		if isStandIn(a.Pod.UID) {
+			out = append(out, capacity.Slot{Node: a.Node, Requests: capacity.PodRequests(a.Pod), Count: 1})
+		}
+	}
+	return out
+}
+
+// reserve is step 6's share for an admitted group with reservations: pods
+// of a createdLater role that arrive claim a reserved place (claimReserved),
+// places unclaimed past their role's timeout are given back
+// (expireReservations), and the CapacityReserved condition follows. It
+// returns when to look again for an expiry.
+func (c *Controller) reserve(pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+	if len(pg.Status.Reservations) == 0 {
+		return 0
+	}
+	c.claimReserved(pg, v)
+	next := c.expireReservations(pg, v, now)
+	if len(pg.Status.Reservations) > 0 {
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, condReasonAwaitingPods, reservedMessage(pg), now)
+	} else if !meta.IsStatusConditionFalse(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, condReasonAllClaimed,
+			"every place reserved for pods not yet created was claimed by a pod of its role", now)
+	}
+	return next
+}
+
+// claimReserved gives each gated pod of a createdLater role that has no
+// placement yet one place reserved for its role, on a node whose filters
+// it passes and whose place it fits: the placement and the smaller
+// reservation go into status in one write, before the pod is pinned there
+// and released (step 9). A pod that fits no reserved place is left to be
+// placed as any joiner is.
+func (c *Controller) claimReserved(pg *v1alpha1.PodGroup, v *podView) {
+	req := roleRequests(pg)
+	waiting := unplacedPods(pg, v)
+	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Name < waiting[j].Name })
+	for _, p := range waiting {
+		role := roleOf(p)
+		for i := range pg.Status.Reservations {
+			r := &pg.Status.Reservations[i]
+			if r.Role != role || r.Count == 0 || !capacity.Claims(c.capacity.Node(r.Node), p, req[role]) {
+				continue
+			}
+			r.Count--
+			pg.Status.Placements = append(pg.Status.Placements, v1alpha1.PodPlacement{Pod: p.Name, UID: p.UID, Node: r.Node})
+			break
+		}
+	}
+	dropEmptyReservations(pg)
+}
+
+func dropEmptyReservations(pg *v1alpha1.PodGroup) {
+	pg.Status.Reservations = slices.DeleteFunc(pg.Status.Reservations, func(r v1alpha1.RoleReservation) bool { return r.Count <= 0 })
+	if len(pg.Status.Reservations) == 0 {
+		pg.Status.Reservations = nil
+	}
+}
+
+// expireReservations gives back the places of a role that are still
+// unclaimed once its timeout, counted from the group's admission, has
+// passed: the group says so in CapacityReserved=False/ReservationExpired
+// and an event. Pods of the role that arrive later are placed as capacity
+// allows, like any joiner. It returns when the next timeout falls.
+func (c *Controller) expireReservations(pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+	if pg.Status.AdmissionTime == nil {
+		return 0
+	}
+	left := map[string]int32{}
+	for _, r := range pg.Status.Reservations {
+		left[r.Role] += r.Count
+	}
+	var expired []string
+	var next time.Duration
+	for _, role := range pg.Spec.Roles {
+		n, ok := left[role.Name]
+		if !ok {
+			continue
+		}
+		timeout := c.reservationTimeout(role)
+		if wait := pg.Status.AdmissionTime.Add(timeout).Sub(now); wait > 0 {
+			next = soonest(next, wait)
+			continue
+		}
+		expired = append(expired, fmt.Sprintf("%d of the %d pods of role %s did not arrive within %s", n, role.Count, role.Name, timeout))
+		for i := range pg.Status.Reservations {
+			if pg.Status.Reservations[i].Role == role.Name {
+				pg.Status.Reservations[i].Count = 0
+			}
+		}
+	}
+	if len(expired) == 0 {
+		return next
+	}
+	dropEmptyReservations(pg)
+	msg := fmt.Sprintf("%s of admission; their reserved capacity was given back, and such pods that arrive now are placed as capacity allows", strings.Join(expired, "; "))
+	setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, condReasonExpired, msg, now)
+	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, reasonReservationExpired, msg) })
+	return next
+}
+
+// reservationTimeout is the role's own timeout, or the controller's.
+func (c *Controller) reservationTimeout(r v1alpha1.PodGroupRole) time.Duration {
+	if r.ReservationTimeoutSeconds != nil {
+		return time.Duration(*r.ReservationTimeoutSeconds) * time.Second
+	}
+	return c.cfg.ReservationTimeout
+}
+
+// reservedMessage says what is held, e.g. "capacity is reserved for 8 pods
+// not yet created: worker 8 on 2 nodes".
+func reservedMessage(pg *v1alpha1.PodGroup) string {
+	type held struct{ pods, nodes int32 }
+	byRole := map[string]*held{}
+	var total int32
+	for _, r := range pg.Status.Reservations {
+		h := byRole[r.Role]
+		if h == nil {
+			h = &held{}
+			byRole[r.Role] = h
+		}
+		h.pods += r.Count
+		h.nodes++
+		total += r.Count
+	}
+	var parts []string
+	for _, role := range pg.Spec.Roles {
+		if h := byRole[role.Name]; h != nil {
+			parts = append(parts, fmt.Sprintf("%s %d on %d nodes", role.Name, h.pods, h.nodes))
+		}
+	}
+	return fmt.Sprintf("capacity is reserved for %d pods not yet created: %s; each pod of the role that arrives is pinned to a reserved node and released at once",
+		total, strings.Join(parts, ", "))
+}
