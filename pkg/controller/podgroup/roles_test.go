@@ -177,4 +177,3 @@ func TestSyncRoleMismatch(t *testing.T) {
 		})
 	}
 }
-
