@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	schedulingvalidation "github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
 // reasonRolesMismatch is the event on a pod whose role annotations disagree
@@ -35,6 +37,9 @@ type podRoles struct {
 // roles than announced), are told by an event, and no group is created from
 // them: a group created from half the truth would admit the wrong gang.
 func (c *Controller) groupFromRoles(namespace, name string, pods []*corev1.Pod) (pg *v1alpha1.PodGroup, from *corev1.Pod, handled bool) {
+	if pg, from, handled := c.groupFromRolesTemplate(namespace, name, pods); handled {
+		return pg, from, true
+	}
 	var said []podRoles
 	for _, p := range pods {
 		if _, has := p.Annotations[scheduling.RolesAnnotation]; !has || p.DeletionTimestamp != nil {
@@ -119,4 +124,67 @@ func readPodRoles(p *corev1.Pod) (podRoles, error) {
 		return r, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.RoleCountAnnotation, p.Annotations[scheduling.RoleCountAnnotation])
 	}
 	return r, nil
+}
+
+// groupFromRolesTemplate is the annotation path of a driver that creates
+// its workers (KEP-976 story 4): the oldest live pod that carries
+// RolesTemplateAnnotation decides the group alone, its own role and the
+// roles it lists, which it creates later. Pods of the group that disagree
+// are told once the group exists (checkRoles). handled is false when no
+// live pod carries the annotation.
+func (c *Controller) groupFromRolesTemplate(namespace, name string, pods []*corev1.Pod) (pg *v1alpha1.PodGroup, from *corev1.Pod, handled bool) {
+	for _, p := range pods {
+		if _, has := p.Annotations[scheduling.RolesTemplateAnnotation]; !has || p.DeletionTimestamp != nil {
+			continue
+		}
+		if from == nil || p.CreationTimestamp.Before(&from.CreationTimestamp) ||
+			(p.CreationTimestamp.Equal(&from.CreationTimestamp) && p.Name < from.Name) {
+			from = p
+		}
+	}
+	if from == nil {
+		return nil, nil, false
+	}
+	roles, err := rolesFromTemplate(from)
+	if err != nil {
+		c.warnOnce(from.UID, reasonInvalidAnnotation, func() {
+			c.recorder.Event(from, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
+		})
+		return nil, nil, true
+	}
+	var sum int32
+	for _, r := range roles {
+		sum += r.Count
+	}
+	return &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{CreatedByAnnotation: from.Name}},
+		Spec: v1alpha1.PodGroupSpec{
+			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: sum}},
+			Roles:            roles,
+		},
+	}, from, true
+}
+
+// rolesFromTemplate reads a driver's roles: its own, with its role count,
+// and those its roles-template lists, checked as the webhook checks them.
+func rolesFromTemplate(p *corev1.Pod) ([]v1alpha1.PodGroupRole, error) {
+	role := roleOf(p)
+	if msgs := validation.IsDNS1123Label(role); len(msgs) > 0 {
+		return nil, fmt.Errorf("label %s=%q must name the pod's role, a DNS label, when %s is set: %s", scheduling.RoleLabel, role, scheduling.RolesTemplateAnnotation, strings.Join(msgs, "; "))
+	}
+	count, ok := scheduling.RoleCount(p.Annotations)
+	if !ok {
+		return nil, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.RoleCountAnnotation, p.Annotations[scheduling.RoleCountAnnotation])
+	}
+	path := field.NewPath("metadata", "annotations").Key(scheduling.RolesTemplateAnnotation)
+	roles, errs := schedulingvalidation.RolesFromTemplate(p.Annotations[scheduling.RolesTemplateAnnotation], role, count, path)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if v, has := p.Annotations[scheduling.RolesAnnotation]; has {
+		if n, ok := scheduling.ParseRoles(v); !ok || int(n) != len(roles) {
+			return nil, fmt.Errorf("annotation %s=%q, but %s names %d roles with the pod's own", scheduling.RolesAnnotation, v, scheduling.RolesTemplateAnnotation, len(roles))
+		}
+	}
+	return roles, nil
 }

@@ -13,7 +13,8 @@ import (
 // validateRoles checks the role label and the annotations that describe a
 // gang with roles (KEP-976), as the controller parses them: the role is a
 // DNS label, the number of roles is 1 to 8, a role's count is a positive
-// integer, and a pod that announces roles or a count names its own role.
+// integer, a roles template lists valid roles (validation.RolesFromTemplate),
+// and a pod that announces roles, a count or a template names its own role.
 func validateRoles(labels, ann map[string]string) field.ErrorList {
 	var allErrs field.ErrorList
 	rolePath := labelsPath.Key(scheduling.RoleLabel)
@@ -31,7 +32,13 @@ func validateRoles(labels, ann map[string]string) field.ErrorList {
 			allErrs = append(allErrs, field.Invalid(annotationsPath.Key(scheduling.RoleCountAnnotation), v, "must be a positive 32-bit integer in base 10, such as \"4\""))
 		}
 	}
-	for _, key := range []string{scheduling.RolesAnnotation, scheduling.RoleCountAnnotation} {
+	if v, ok := ann[scheduling.RolesTemplateAnnotation]; ok && hasRole {
+		if count, valid := scheduling.RoleCount(ann); valid {
+			_, errs := validation.RolesFromTemplate(v, role, count, annotationsPath.Key(scheduling.RolesTemplateAnnotation))
+			allErrs = append(allErrs, errs...)
+		}
+	}
+	for _, key := range []string{scheduling.RolesAnnotation, scheduling.RoleCountAnnotation, scheduling.RolesTemplateAnnotation} {
 		if _, ok := ann[key]; ok && !hasRole {
 			allErrs = append(allErrs, field.Required(rolePath, fmt.Sprintf("must be set when annotation %s is set", key)))
 		}

@@ -10,15 +10,17 @@ import (
 )
 
 const (
-	roleField      = "metadata.labels[scheduling.muster.dev/role]"
-	rolesField     = "metadata.annotations[scheduling.muster.dev/roles]"
-	roleCountField = "metadata.annotations[scheduling.muster.dev/role-count]"
+	roleField          = "metadata.labels[scheduling.muster.dev/role]"
+	rolesField         = "metadata.annotations[scheduling.muster.dev/roles]"
+	roleCountField     = "metadata.annotations[scheduling.muster.dev/role-count]"
+	rolesTemplateField = "metadata.annotations[scheduling.muster.dev/roles-template]"
 )
 
 func TestValidateRolesOnCreate(t *testing.T) {
 	role := func(r string) func(*corev1.Pod) { return label(scheduling.RoleLabel, r) }
 	roles := func(v string) func(*corev1.Pod) { return annotation(scheduling.RolesAnnotation, v) }
 	count := func(v string) func(*corev1.Pod) { return annotation(scheduling.RoleCountAnnotation, v) }
+	tmpl := func(v string) func(*corev1.Pod) { return annotation(scheduling.RolesTemplateAnnotation, v) }
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -28,6 +30,7 @@ func TestValidateRolesOnCreate(t *testing.T) {
 		{"a role with roles and a count is valid", pod(inGroup("spark"), role("worker"), roles("2"), count("8")), nil, ""},
 		{"a role alone is valid (a group with spec.roles)", pod(inGroup("spark"), role("driver")), nil, ""},
 		{"8 roles are valid", pod(inGroup("spark"), role("driver"), roles("8")), nil, ""},
+		{"a driver with a roles template is valid", pod(inGroup("spark"), role("driver"), tmpl(`[{"name":"worker","count":8,"template":{"requests":{"cpu":"3"}}}]`)), nil, ""},
 
 		{"the role must be a DNS label", pod(inGroup("spark"), role("Driver.v1")), []want{invalid(roleField)}, "RFC 1123 label"},
 		{"the role must not be empty", pod(inGroup("spark"), role("")), []want{required(roleField)}, "must name the pod's role"},
@@ -35,6 +38,11 @@ func TestValidateRolesOnCreate(t *testing.T) {
 		{"0 roles are too few", pod(inGroup("spark"), role("driver"), roles("0")), []want{invalid(rolesField)}, "an integer from 1 to 8"},
 		{"the role count must be positive", pod(inGroup("spark"), role("worker"), roles("2"), count("0")), []want{invalid(roleCountField)}, "positive 32-bit integer"},
 		{"roles need the role label", pod(inGroup("spark"), roles("2")), []want{required(roleField)}, "must be set when annotation scheduling.muster.dev/roles is set"},
+		{"a roles template must be JSON", pod(inGroup("spark"), role("driver"), tmpl(`workers: 8`)), []want{invalid(rolesTemplateField)}, "must be a JSON list of roles"},
+		{"a role created later needs a template", pod(inGroup("spark"), role("driver"), tmpl(`[{"name":"worker","count":8}]`)),
+			[]want{required(rolesTemplateField + "[0].template")}, "required when createdLater is true"},
+		{"a roles template needs the role label", pod(inGroup("spark"), tmpl(`[{"name":"worker","count":8,"template":{}}]`)), []want{required(roleField)},
+			"must be set when annotation scheduling.muster.dev/roles-template is set"},
 		{"a count needs the role label", pod(inGroup("spark"), count("3")), []want{required(roleField)}, "must be set when annotation scheduling.muster.dev/role-count is set"},
 	}
 	for _, tt := range tests {

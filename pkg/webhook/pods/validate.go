@@ -68,7 +68,7 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 	if isNew(ann, oldAnnotations, scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation) {
 		allErrs = append(allErrs, validateWorkloadRef(ann)...)
 	}
-	if isNew(pod.Labels, oldLabels, scheduling.RoleLabel) || isNew(ann, oldAnnotations, scheduling.RolesAnnotation, scheduling.RoleCountAnnotation) {
+	if isNew(pod.Labels, oldLabels, scheduling.RoleLabel) || isNew(ann, oldAnnotations, scheduling.RolesAnnotation, scheduling.RoleCountAnnotation, scheduling.RolesTemplateAnnotation) {
 		allErrs = append(allErrs, validateRoles(pod.Labels, ann)...) // roles.go
 	}
 	return allErrs
