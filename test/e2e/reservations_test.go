@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -64,7 +65,8 @@ func waitCapacityReserved(t *testing.T, ctx context.Context, ns, name string, st
 }
 
 // TestRolesDriverCreatesWorkers (issue 11, e2e 2): a Spark-style gang, in
-// order: only the driver exists, with a template for 8 workers that cannot
+// order: only the driver exists, and creates its group from its
+// roles-template annotation, with a template for 8 workers that cannot
 // fit, so the driver stays gated and the group says why; capacity is freed,
 // so the driver is released and capacity reserved for the workers; the
 // driver's 8 workers are created, and each is pinned inside the reservation
@@ -78,9 +80,17 @@ func TestRolesDriverCreatesWorkers(t *testing.T) {
 	createGang(t, ctx, ns, "hog", 4, "6", "10m")
 	waitBound(t, ctx, ns, "hog", 4)
 
-	createGroupObject(t, ctx, sparkGroup(ns, "spark", 8, "3", nil))
-	createPod(t, ctx, rolePod(ns, "driver", "spark", "driver", "1", "10m", nil))
+	// The driver alone creates its group, from the workers' template in its
+	// roles-template annotation, as a framework that only creates pods does.
+	template, err := json.Marshal(sparkGroup(ns, "spark", 8, "3", nil).Spec.Roles[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, ctx, rolePod(ns, "driver", "spark", "driver", "1", "10m", map[string]string{scheduling.RolesTemplateAnnotation: string(template)}))
 	pg := waitAdmitted(t, ctx, ns, "spark", metav1.ConditionFalse, capacity.ReasonInsufficientCapacity)
+	if n := len(pg.Spec.Roles); n != 2 || !pg.Spec.Roles[1].CreatedLater || pg.Spec.SchedulingPolicy.Gang.MinCount != 9 {
+		t.Errorf("group created from the driver: roles %+v, minCount %d; want driver and 8 workers created later, minCount 9", pg.Spec.Roles, pg.Spec.SchedulingPolicy.Gang.MinCount)
+	}
 	if msg := admittedCondition(pg).Message; !strings.Contains(msg, "8 pods requesting cpu 3 each") {
 		t.Errorf("Admitted message %q does not say that the workers do not fit", msg)
 	}
