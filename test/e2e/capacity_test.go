@@ -95,13 +95,20 @@ func createPods(t *testing.T, ctx context.Context, pods []*corev1.Pod) {
 // waitAdmitted waits until the group's Admitted condition has the status and reason.
 func waitAdmitted(t *testing.T, ctx context.Context, ns, name string, status metav1.ConditionStatus, reason string) *v1alpha1.PodGroup {
 	t.Helper()
+	return waitCondition(t, ctx, ns, name, v1alpha1.ConditionAdmitted, status, reason)
+}
+
+// waitCondition waits until the group's condition of type typ has the
+// status and, unless empty, the reason.
+func waitCondition(t *testing.T, ctx context.Context, ns, name, typ string, status metav1.ConditionStatus, reason string) *v1alpha1.PodGroup {
+	t.Helper()
 	var pg *v1alpha1.PodGroup
-	waitFor(t, ctx, fmt.Sprintf("PodGroup %s Admitted=%s/%s", name, status, reason), func(ctx context.Context) (bool, error) {
+	waitFor(t, ctx, fmt.Sprintf("PodGroup %s %s=%s/%s", name, typ, status, reason), func(ctx context.Context) (bool, error) {
 		var err error
 		if pg, err = getGroup(ctx, ns, name); err != nil {
 			return false, nil
 		}
-		c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+		c := meta.FindStatusCondition(pg.Status.Conditions, typ)
 		return c != nil && c.Status == status && (reason == "" || c.Reason == reason), nil
 	})
 	return pg

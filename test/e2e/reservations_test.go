@@ -52,16 +52,7 @@ func reservedOn(pg *v1alpha1.PodGroup) (map[string]int, int) {
 
 func waitCapacityReserved(t *testing.T, ctx context.Context, ns, name string, status metav1.ConditionStatus, reason string) *v1alpha1.PodGroup {
 	t.Helper()
-	var pg *v1alpha1.PodGroup
-	waitFor(t, ctx, fmt.Sprintf("PodGroup %s CapacityReserved=%s/%s", name, status, reason), func(ctx context.Context) (bool, error) {
-		var err error
-		if pg, err = getGroup(ctx, ns, name); err != nil {
-			return false, nil
-		}
-		c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved)
-		return c != nil && c.Status == status && c.Reason == reason, nil
-	})
-	return pg
+	return waitCondition(t, ctx, ns, name, v1alpha1.ConditionCapacityReserved, status, reason)
 }
 
 // TestRolesDriverCreatesWorkers (issue 11, e2e 2): a Spark-style gang, in
