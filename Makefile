@@ -43,7 +43,8 @@ E2E_OLDEST_TESTS := \
 	TestPolicyFinalizerRemovableWithoutMuster \
 	TestPolicyMusterWritesConfined \
 	TestRolesDriverCreatesWorkers \
-	TestRolesWorkersNeverArrive
+	TestRolesWorkersNeverArrive \
+	TestPreparePolicy
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.

@@ -12,18 +12,35 @@ import (
 )
 
 // servesAdmissionPolicies reports whether kube-apiserver serves
-// ValidatingAdmissionPolicy in admissionregistration.k8s.io/v1.
-func (c *Cluster) servesAdmissionPolicies() (bool, error) {
+// ValidatingAdmissionPolicy and MutatingAdmissionPolicy in
+// admissionregistration.k8s.io/v1 (GA in 1.30 and 1.36).
+func (c *Cluster) servesAdmissionPolicies() (validating, mutating bool, err error) {
 	resources, err := c.Client.Discovery().ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
 	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", admissionregistrationv1.SchemeGroupVersion, err)
+		return false, false, fmt.Errorf("discovering %s: %w", admissionregistrationv1.SchemeGroupVersion, err)
 	}
 	for _, r := range resources.APIResources {
-		if r.Name == "validatingadmissionpolicies" {
-			return true, nil
+		switch r.Name {
+		case "validatingadmissionpolicies":
+			validating = true
+		case "mutatingadmissionpolicies":
+			mutating = true
 		}
 	}
-	return false, nil
+	return validating, mutating, nil
+}
+
+// registerPreparePolicy creates the MutatingAdmissionPolicy that prepares
+// new pods in kube-apiserver, as artifacts/base/mutating-policy.yaml does.
+func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
+	api := c.Client.AdmissionregistrationV1()
+	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating policy %s: %w", pods.PreparePolicyName, err)
+	}
+	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, pods.PreparePolicyBinding(pods.Config{}), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating policy binding %s: %w", pods.PreparePolicyName, err)
+	}
+	return nil
 }
 
 // registerPolicies creates Muster's ValidatingAdmissionPolicies and their

@@ -13,16 +13,22 @@ import (
 // registerWebhooks registers Muster's pod webhooks with kube-apiserver,
 // pointing at the local process by URL and trusting it through caBundle,
 // and Muster's admission policies where the cluster serves them (else the
-// validating webhook checks updates). They are built by the same code that
+// validating webhook checks updates, and the mutating webhook prepares new
+// pods). They are built by the same code that
 // documents the deployed ones.
 func (c *Cluster) registerWebhooks(ctx context.Context) error {
-	served, err := c.servesAdmissionPolicies()
+	validating, mutating, err := c.servesAdmissionPolicies()
 	if err != nil {
 		return err
 	}
-	c.webhookValidatesUpdates = !served
-	if served {
+	c.webhookValidatesUpdates = !validating
+	if validating {
 		if err := c.registerPolicies(ctx); err != nil {
+			return err
+		}
+	}
+	if mutating && !c.opts.NoPreparePolicy {
+		if err := c.registerPreparePolicy(ctx); err != nil {
 			return err
 		}
 	}

@@ -85,3 +85,31 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparePolicyArtifactsMatchBuilder keeps
+// artifacts/base/mutating-policy.yaml in step with PreparePolicy and its
+// binding.
+func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
+	data, err := os.ReadFile("../../../artifacts/base/mutating-policy.yaml")
+	if err != nil {
+		t.Fatalf("reading artifacts: %v", err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("mutating-policy.yaml has %d documents, want 2", len(docs))
+	}
+	var policy admissionregistrationv1.MutatingAdmissionPolicy
+	var binding admissionregistrationv1.MutatingAdmissionPolicyBinding
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &policy); err != nil {
+		t.Fatalf("decoding the policy: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &binding); err != nil {
+		t.Fatalf("decoding the binding: %v", err)
+	}
+	if want := PreparePolicy(); !apiequality.Semantic.DeepEqual(want, &policy) {
+		t.Errorf("policy differs from the builder:\n%s", diff.Diff(want, &policy))
+	}
+	if want := PreparePolicyBinding(Config{}); !apiequality.Semantic.DeepEqual(want, &binding) {
+		t.Errorf("binding differs from the builder:\n%s", diff.Diff(want, &binding))
+	}
+}

@@ -96,6 +96,9 @@ func MutatingWebhookConfiguration(c Config) (*admissionregistrationv1.MutatingWe
 			AdmissionReviewVersions: []string{admissionregistrationv1.SchemeGroupVersion.Version},
 			// The patch only adds and never needs to see another webhook's changes.
 			ReinvocationPolicy: ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			// Where PreparePolicy ran first (kube-apiserver runs policies
+			// before webhooks), the pod has nothing left to add: no call.
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-prepared", Expression: "!(" + preparedExpression + ")"}},
 		}},
 	}, nil
 }
