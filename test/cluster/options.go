@@ -50,10 +50,11 @@ type Options struct {
 	MusterBinary string
 	// MusterArgs are appended to the flags the harness passes to Muster.
 	MusterArgs []string
-	// NoPreparePolicy leaves out the MutatingAdmissionPolicy that prepares
-	// new pods where the cluster serves it, so that the mutating webhook
-	// does the work, as on a release before 1.36 (make perf compares both).
-	NoPreparePolicy bool
+	// PreparePolicy installs the MutatingAdmissionPolicy that prepares new
+	// pods in kube-apiserver, where the cluster serves it (1.36+), as
+	// artifacts/prepare-policy does; else the mutating webhook does the work
+	// (make perf compares both).
+	PreparePolicy bool
 	// MusterManifests are YAML files applied with kubectl before Muster
 	// starts, for example the RBAC its service account needs.
 	MusterManifests []string

@@ -31,7 +31,7 @@ func (c *Cluster) servesAdmissionPolicies() (validating, mutating bool, err erro
 }
 
 // registerPreparePolicy creates the MutatingAdmissionPolicy that prepares
-// new pods in kube-apiserver, as artifacts/base/mutating-policy.yaml does.
+// new pods in kube-apiserver, as artifacts/prepare-policy does.
 func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
 	api := c.Client.AdmissionregistrationV1()
 	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -13,8 +13,8 @@ import (
 // registerWebhooks registers Muster's pod webhooks with kube-apiserver,
 // pointing at the local process by URL and trusting it through caBundle,
 // and Muster's admission policies where the cluster serves them (else the
-// validating webhook checks updates, and the mutating webhook prepares new
-// pods). They are built by the same code that
+// validating webhook checks updates); with Options.PreparePolicy, the
+// policy that prepares new pods too. They are built by the same code that
 // documents the deployed ones.
 func (c *Cluster) registerWebhooks(ctx context.Context) error {
 	validating, mutating, err := c.servesAdmissionPolicies()
@@ -27,7 +27,7 @@ func (c *Cluster) registerWebhooks(ctx context.Context) error {
 			return err
 		}
 	}
-	if mutating && !c.opts.NoPreparePolicy {
+	if mutating && c.opts.PreparePolicy {
 		if err := c.registerPreparePolicy(ctx); err != nil {
 			return err
 		}

@@ -221,19 +221,21 @@ func TestArtifactsDryRun(t *testing.T) {
 	kinds := []string{"apiservice.apiregistration.k8s.io/v1alpha1.scheduling.muster.dev", "deployment.apps/muster-apiserver",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/muster-pod-webhook", "validatingwebhookconfiguration.admissionregistration.k8s.io/muster-pod-webhook",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-labels"}
+	dirs := []string{"artifacts", "artifacts/external-etcd"}
 	if servesMutatingPolicies(t, bare) {
-		kinds = append(kinds, "mutatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-prepare")
-	} else {
-		// What the artifacts tell a user of a release before 1.36 to do.
-		root = withoutPreparePolicy(t, root)
+		dirs = append(dirs, "artifacts/prepare-policy")
 	}
-	for _, dir := range []string{"artifacts", "artifacts/external-etcd"} {
+	for _, dir := range dirs {
 		out, err := bare.Kubectl(ctx, "apply", "--dry-run=server", "-k", filepath.Join(root, dir))
 		if err != nil {
 			t.Errorf("kubectl apply --dry-run=server -k %s: %v", dir, err)
 			continue
 		}
-		for _, kind := range kinds {
+		want := kinds
+		if dir == "artifacts/prepare-policy" {
+			want = append(want, "mutatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-prepare")
+		}
+		for _, kind := range want {
 			if !strings.Contains(string(out), kind) {
 				t.Errorf("dry run of %s did not include %s:\n%s", dir, kind, out)
 			}
@@ -255,30 +257,6 @@ func servesMutatingPolicies(t *testing.T, c *cluster.Cluster) bool {
 		}
 	}
 	return false
-}
-
-// withoutPreparePolicy copies the repository's artifacts into a temporary
-// root with mutating-policy.yaml dropped from the base kustomization, as
-// artifacts/base/mutating-policy.yaml tells users of older releases to do.
-func withoutPreparePolicy(t *testing.T, root string) string {
-	t.Helper()
-	tmp := t.TempDir()
-	if err := os.CopyFS(filepath.Join(tmp, "artifacts"), os.DirFS(filepath.Join(root, "artifacts"))); err != nil {
-		t.Fatalf("copying artifacts: %v", err)
-	}
-	k := filepath.Join(tmp, "artifacts", "base", "kustomization.yaml")
-	data, err := os.ReadFile(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trimmed := strings.Replace(string(data), "- mutating-policy.yaml\n", "", 1)
-	if trimmed == string(data) {
-		t.Fatalf("%s does not list mutating-policy.yaml", k)
-	}
-	if err := os.WriteFile(k, []byte(trimmed), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return tmp
 }
 
 // TestOpenAPIThroughAggregator checks that kube-apiserver merged Muster's

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,20 +44,46 @@ func webhookCalls(t *testing.T, ctx context.Context, name string) float64 {
 }
 
 // TestPreparePolicy (issue 10): where kube-apiserver serves
-// MutatingAdmissionPolicy (1.36 and later), the policy muster-pod-prepare
-// prepares a new labelled pod inside kube-apiserver and the mutating webhook
-// is not called; before 1.36 the webhook does it. Either way the pod gets
-// the gate (after another tool's), the finalizer and the managed label.
+// MutatingAdmissionPolicy (1.36 and later), the opt-in policy
+// muster-pod-prepare (artifacts/prepare-policy) prepares a new labelled pod
+// inside kube-apiserver and the mutating webhook is not called; without it,
+// or before 1.36, the webhook does it. Either way the pod gets the gate
+// (after another tool's), the finalizer and the managed label.
 func TestPreparePolicy(t *testing.T) {
-	ctx := testContext(t, time.Minute)
+	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
-	policy := servesMutatingPolicies(t, env)
-	before := webhookCalls(t, ctx, pods.MutatingWebhookName)
-	p := newPod(ns, "prepared", podOpts{group: "g"})
-	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
-	got := createPod(t, ctx, p)
-	after := webhookCalls(t, ctx, pods.MutatingWebhookName)
+	withPolicy := []bool{false}
+	if servesMutatingPolicies(t, env) {
+		withPolicy = append(withPolicy, true)
+	}
+	for _, policy := range withPolicy {
+		t.Run(fmt.Sprintf("policy=%v", policy), func(t *testing.T) {
+			if policy {
+				installPreparePolicy(t, ctx, ns)
+			}
+			name := fmt.Sprintf("prepared-%v", policy)
+			before := webhookCalls(t, ctx, pods.MutatingWebhookName)
+			p := newPod(ns, name, podOpts{group: "g"})
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+			got := createPod(t, ctx, p)
+			calls := webhookCalls(t, ctx, pods.MutatingWebhookName) - before
+			expectPrepared(t, got)
+			switch {
+			case policy && calls != 0:
+				t.Errorf("the mutating webhook was called %v times for a pod the policy prepared, want 0", calls)
+			case !policy && calls < 1:
+				t.Errorf("the mutating webhook was called %v times without the policy, want at least 1", calls)
+			}
+			// The other tool's gate keeps the pod unscheduled; let it go.
+			if err := kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
 
+func expectPrepared(t *testing.T, got *corev1.Pod) {
+	t.Helper()
 	gates := make([]string, len(got.Spec.SchedulingGates))
 	for i, g := range got.Spec.SchedulingGates {
 		gates[i] = g.Name
@@ -70,15 +97,28 @@ func TestPreparePolicy(t *testing.T) {
 	if got.Labels[scheduling.ManagedLabel] != "true" {
 		t.Errorf("labels %v, want %s=true", got.Labels, scheduling.ManagedLabel)
 	}
-	switch calls := after - before; {
-	case policy && calls != 0:
-		t.Errorf("the mutating webhook was called %v times for a pod the policy prepared, want 0", calls)
-	case !policy && calls < 1:
-		t.Errorf("the mutating webhook was called %v times on a cluster without MutatingAdmissionPolicy, want at least 1", calls)
+}
+
+// installPreparePolicy creates muster-pod-prepare and its binding, removes
+// them when the test ends, and waits until kube-apiserver applies it: a
+// server-side dry run of a labelled pod comes back prepared without a
+// webhook call.
+func installPreparePolicy(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	api := kube.AdmissionregistrationV1()
+	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the policy: %v", err)
 	}
-	t.Logf("MutatingAdmissionPolicy served: %v; webhook calls for the create: %v", policy, after-before)
-	// Let the pod go: the other tool's gate keeps it unscheduled.
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, "prepared", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { _ = api.MutatingAdmissionPolicies().Delete(context.Background(), pods.PreparePolicyName, metav1.DeleteOptions{}) })
+	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, pods.PreparePolicyBinding(pods.Config{}), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the binding: %v", err)
 	}
+	t.Cleanup(func() {
+		_ = api.MutatingAdmissionPolicyBindings().Delete(context.Background(), pods.PreparePolicyName, metav1.DeleteOptions{})
+	})
+	waitFor(t, ctx, "the policy to prepare pods", func(ctx context.Context) (bool, error) {
+		before := webhookCalls(t, ctx, pods.MutatingWebhookName)
+		_, err := kube.CoreV1().Pods(ns).Create(ctx, newPod(ns, "probe", podOpts{group: "g"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && webhookCalls(t, ctx, pods.MutatingWebhookName) == before, nil
+	})
 }

@@ -90,7 +90,7 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 // artifacts/base/mutating-policy.yaml in step with PreparePolicy and its
 // binding.
 func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/mutating-policy.yaml")
+	data, err := os.ReadFile("../../../artifacts/prepare-policy/mutating-policy.yaml")
 	if err != nil {
 		t.Fatalf("reading artifacts: %v", err)
 	}

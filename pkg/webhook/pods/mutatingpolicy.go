@@ -13,11 +13,15 @@ import (
 // PreparePolicyName names the MutatingAdmissionPolicy, and its binding, that
 // prepare a new labelled pod inside kube-apiserver: the admission gate, the
 // tracking finalizer and the managed label, as the mutating webhook adds
-// them (mutate.go). MutatingAdmissionPolicy is GA, and on by default, since
+// them (mutate.go). The labels map is always there: the policy matches pods
+// with the group label only. MutatingAdmissionPolicy is GA, and on by default, since
 // Kubernetes 1.36. kube-apiserver runs policies before webhooks, and the
 // mutating webhook's match condition (notPrepared) skips a pod that already
 // has all three, so on such a cluster a labelled pod's create makes no
 // network call for its mutation; on an older one the webhook does the work.
+// It is opt-in (artifacts/prepare-policy): make perf measured it slower than
+// the webhook on a 2-core machine, where kube-apiserver's CPU is what a
+// create waits on (docs/performance.md).
 const PreparePolicyName = "muster-pod-prepare"
 
 // preparedExpression holds when a pod has the gate, the finalizer and the
@@ -33,21 +37,25 @@ var preparedExpression = fmt.Sprintf(
 // left to the webhook, which tells its author that it is not held.
 const unboundExpression = "!has(object.spec.nodeName) || object.spec.nodeName == ''"
 
-// PreparePolicy returns the policy that adds, by server-side apply, the
-// admission gate, the tracking finalizer and the managed label to a new pod
-// with the group label that is not bound. Apply merges: schedulingGates is a
-// map keyed by name and finalizers a set, so what the pod's author or another
-// writer put there stays, and nothing is added twice.
+// PreparePolicy returns the policy that adds, by JSON patch, the admission
+// gate, the tracking finalizer and the managed label to a new pod with the
+// group label that is not bound: each only where it is missing, appended
+// after what the pod's author or another writer put there, as the webhook's
+// patch does (mutate.go). A JSON patch costs kube-apiserver less than an
+// apply configuration, which goes through a server-side apply merge.
 func PreparePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
-	apply := fmt.Sprintf(`Object{
-  metadata: Object.metadata{
-    labels: {%s: %s},
-    finalizers: [%s]
-  },
-  spec: Object.spec{
-    schedulingGates: [Object.spec.schedulingGates{name: %s}]
-  }
-}`, celString(scheduling.ManagedLabel), celString("true"), celString(scheduling.TrackingFinalizer), celString(scheduling.AdmissionGate))
+	gates, finalizers := celList("object", "spec.schedulingGates"), celList("object", "metadata.finalizers")
+	gate, finalizer := celString(scheduling.AdmissionGate), celString(scheduling.TrackingFinalizer)
+	patch := fmt.Sprintf(`(%[1]s.exists(g, g.name == %[2]s) ? [] :
+  has(object.spec.schedulingGates) ?
+    [JSONPatch{op: "add", path: "/spec/schedulingGates/-", value: Object.spec.schedulingGates{name: %[2]s}}] :
+    [JSONPatch{op: "add", path: "/spec/schedulingGates", value: [Object.spec.schedulingGates{name: %[2]s}]}]) +
+(%[3]s.exists(f, f == %[4]s) ? [] :
+  has(object.metadata.finalizers) ?
+    [JSONPatch{op: "add", path: "/metadata/finalizers/-", value: %[4]s}] :
+    [JSONPatch{op: "add", path: "/metadata/finalizers", value: [%[4]s]}]) +
+[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey(%[5]s), value: %[6]s}]`,
+		gates, gate, finalizers, finalizer, celString(scheduling.ManagedLabel), celString("true"))
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: PreparePolicyName},
@@ -69,8 +77,8 @@ func PreparePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 				{Name: "not-prepared", Expression: "!(" + preparedExpression + ")"},
 			},
 			Mutations: []admissionregistrationv1.Mutation{{
-				PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
-				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: apply},
+				PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: patch},
 			}},
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 		},
