@@ -109,7 +109,9 @@ func installPreparePolicy(t *testing.T, ctx context.Context, ns string) {
 	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the policy: %v", err)
 	}
-	t.Cleanup(func() { _ = api.MutatingAdmissionPolicies().Delete(context.Background(), pods.PreparePolicyName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = api.MutatingAdmissionPolicies().Delete(context.Background(), pods.PreparePolicyName, metav1.DeleteOptions{})
+	})
 	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, pods.PreparePolicyBinding(pods.Config{}), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the binding: %v", err)
 	}
