@@ -74,10 +74,16 @@ func TestPreparePolicy(t *testing.T) {
 			case !policy && calls < 1:
 				t.Errorf("the mutating webhook was called %v times without the policy, want at least 1", calls)
 			}
-			// The other tool's gate keeps the pod unscheduled; let it go.
+			// The other tool's gate keeps the pod unscheduled; let it go, and
+			// wait until Muster's finalizer is off, so that no later test
+			// counts that patch among its own.
 			if err := kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			waitFor(t, ctx, "the pod to be gone", func(ctx context.Context) (bool, error) {
+				_, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				return isNotFound(err), nil
+			})
 		})
 	}
 }
