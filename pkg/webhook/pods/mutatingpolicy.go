@@ -64,13 +64,7 @@ func PreparePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				MatchPolicy:    ptr.To(admissionregistrationv1.Equivalent),
 				ObjectSelector: objectSelector(),
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule: admissionregistrationv1.Rule{
-						APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
-						Scope: ptr.To(admissionregistrationv1.NamespacedScope),
-					},
-				}}},
+				ResourceRules:  policyPodRules(admissionregistrationv1.Create, "pods"),
 			},
 			MatchConditions: []admissionregistrationv1.MatchCondition{
 				{Name: "unbound", Expression: unboundExpression},

@@ -93,7 +93,7 @@ func podUpdatePolicy(name string, vars []admissionregistrationv1.Variable, valid
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: policyPodRules("pods", "pods/status"),
+				ResourceRules: policyPodRules(admissionregistrationv1.Update, "pods", "pods/status"),
 			},
 			Variables:   vars,
 			Validations: validations,
@@ -126,10 +126,10 @@ func invalidMessage(path, key, value, detail string) string {
 	return fmt.Sprintf(`%s + %s + '": ' + %s`, celString(fmt.Sprintf(`%s[%s]: Invalid value: "`, path, key)), value, celString(detail))
 }
 
-// policyPodRules matches updates of the pods resources named.
-func policyPodRules(resources ...string) []admissionregistrationv1.NamedRuleWithOperations {
+// policyPodRules matches operation op on the pods resources named.
+func policyPodRules(op admissionregistrationv1.OperationType, resources ...string) []admissionregistrationv1.NamedRuleWithOperations {
 	return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Operations: []admissionregistrationv1.OperationType{op},
 		Rule: admissionregistrationv1.Rule{
 			APIGroups:   []string{""},
 			APIVersions: []string{"v1"},
