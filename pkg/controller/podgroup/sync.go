@@ -34,6 +34,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// Step 1, settle: what this snapshot already shows needs no more guarding.
 	c.expectations.settle(key, pods)
 	c.ungated.settle(key, pods)
+	c.adopted.settle(key, pods)
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if err == nil {
@@ -95,8 +96,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.admission.recorded(key)
 	}
 
-	// Act, steps 9 and 10: release the gang, then take the finalizer off
-	// counted pods.
+	// Act, steps 9 and 10: adopt running pods and release the gang, then
+	// take the finalizer off counted pods.
+	adoptErr := c.adopt(ctx, pg, view) // step 9a
+	if adoptErr != nil {
+		return 0, adoptErr
+	}
 	if admitted { // step 9
 		if err := c.ungate(ctx, pg, view); err != nil {
 			return 0, err
