@@ -37,7 +37,7 @@ func (c *Controller) adopt(ctx context.Context, pg *v1alpha1.PodGroup, v *podVie
 	if len(pods) == 0 {
 		return nil
 	}
-	done, errs := c.patchPods(ctx, pods, adoptPatch)
+	done, errs := c.patchPods(ctx, pods, adoptPatch, true)
 	c.adopted.expect(key, done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("adopting %d of %d running pods: %w", len(errs), len(pods), errors.Join(errs...))

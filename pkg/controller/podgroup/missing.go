@@ -37,7 +37,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		}
 	}
 	if len(deleting) > 0 {
-		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch)
+		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch, true)
 		c.expectations.expect(key, done...)
 		if len(errs) > 0 {
 			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
