@@ -41,7 +41,8 @@ E2E_OLDEST_TESTS := \
 	TestCapacityGangLargerThanCluster \
 	TestPolicyGroupLabelImmutable \
 	TestPolicyFinalizerRemovableWithoutMuster \
-	TestPolicyMusterWritesConfined
+	TestPolicyMusterWritesConfined \
+	TestPodEventsArrive
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.
