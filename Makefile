@@ -42,7 +42,8 @@ E2E_OLDEST_TESTS := \
 	TestPolicyGroupLabelImmutable \
 	TestPolicyFinalizerRemovableWithoutMuster \
 	TestPolicyMusterWritesConfined \
-	TestPodEventsArrive
+	TestPodEventsArrive \
+	TestWholeGangRestart
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.
