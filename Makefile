@@ -44,7 +44,9 @@ E2E_OLDEST_TESTS := \
 	TestPolicyMusterWritesConfined \
 	TestRolesDriverCreatesWorkers \
 	TestRolesWorkersNeverArrive \
-	TestPreparePolicy
+	TestPreparePolicy \
+	TestPodEventsArrive \
+	TestWholeGangRestart
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.

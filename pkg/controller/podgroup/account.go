@@ -83,7 +83,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	if len(targets) == 0 {
 		return gone, nil
 	}
-	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch)
+	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch, true)
 	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {

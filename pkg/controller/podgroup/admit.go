@@ -138,14 +138,16 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 			pods = append(pods, p)
 		}
 	}
-	if len(pods) == 0 {
+	if len(pods) == 0 || c.holdShort(pg, v, pods) {
 		return nil
 	}
 	release := removeGatePatch
 	if c.capacity != nil {
 		release = func(p *corev1.Pod) ([]byte, bool) { return releasePatch(placed[p.UID])(p) }
 	}
-	done, errs := c.patchPods(ctx, pods, release)
+	// A pod that is gone is not released: the gang may be short, and the
+	// error makes the group sync again from a fresh read (holdShort).
+	done, errs := c.patchPods(ctx, pods, release, false)
 	c.ungated.expect(key, done...)
 	metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -206,14 +207,6 @@ func TestSyncAdmit(t *testing.T) {
 			}
 		},
 	}, {
-		name: "a scale-up joiner of an admitted group is ungated even while the group is short of the new minCount",
-		objs: objects(newGroup(4, admittedAt(t0.Add(-time.Hour))), newPod("p-0", running), newPod("p-1", running), newPod("joiner")),
-		check: func(t *testing.T, h *harness) {
-			if got := h.podPatches(); len(got["joiner"]) != 1 {
-				t.Errorf("joiner patches = %v, want 1", got["joiner"])
-			}
-		},
-	}, {
 		name: "a finished group admits no joiner and tells it once why it stays gated",
 		objs: objects(newGroup(1, admittedAt(t0.Add(-time.Hour)), finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-time.Minute)), counts(1, 0)),
 			newPod("joiner")),
@@ -270,6 +263,128 @@ func TestSyncAdmit(t *testing.T) {
 			pg := h.group()
 			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound, "at least 3 pods were bound to nodes")
 			wantTime(t, "startTime", pg.Status.StartTime, t0.Add(-time.Minute))
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.cfg, tc.objs...)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			h.syncExpectingErr(tc.wantErr)
+			tc.check(t, h)
+		})
+	}
+}
+
+// TestSyncReleaseNeverShort checks the rule of docs/controller.md, step 9:
+// an admitted group releases gated pods only when, with them, at least
+// minCount of its pods have succeeded, run or are released, so that a
+// group that fell short never releases new pods one at a time.
+func TestSyncReleaseNeverShort(t *testing.T) {
+	const held3 = "Normal WaitingForGang PodGroup pg has %d of the 3 pods a release needs (succeeded, running, or gated and ready to go); this pod stays gated until enough pods exist to be released together"
+	cases := []struct {
+		name    string
+		cfg     func(*Config)
+		objs    []runtime.Object
+		setup   func(h *harness)
+		wantErr bool
+		check   func(t *testing.T, h *harness)
+	}{{
+		name: "a gate patch that finds its pod gone does not count as released: the sync fails, and the group is synced again from a fresh read",
+		objs: objects(newGroup(3), pods("p", 3)...),
+		setup: func(h *harness) {
+			h.deletePod("p-2") // the cache still shows it.
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			if h.c.ungated.pending(testKey, "uid-p-2") {
+				t.Errorf("p-2, which is gone, is remembered as released")
+			}
+			h.step(time.Second)
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches on the fresh read = %v, want none", got)
+			}
+			// Its replacement completes the gang again, and goes at once.
+			h.addPod(newPod("r"))
+			h.step(time.Second)
+			if got := h.podPatches(); len(got) != 1 || len(got["r"]) != 1 {
+				t.Errorf("patches = %v, want one for r", got)
+			}
+		},
+	}, {
+		name: "after a whole-gang restart, replacements are held until minCount of them exist, then released together",
+		objs: objects(admitted(3, counts(0, 3)), newPod("r-0")),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want r-0 held", got)
+			}
+			wantEvents(t, h.events(), fmt.Sprintf(held3, 1))
+			h.addPod(newPod("r-1"))
+			h.step(time.Second)
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want r-0 and r-1 held", got)
+			}
+			wantEvents(t, h.events(), fmt.Sprintf(held3, 2))
+			h.addPod(newPod("r-2"))
+			h.step(time.Second)
+			if got := h.podPatches(); len(got) != 3 {
+				t.Errorf("patches = %v, want r-0, r-1 and r-2 released together", got)
+			}
+		},
+	}, {
+		name: "a group short of minCount before Scheduled=True (a pod lost, or minCount raised) waits for minCount pods: one joiner is not released alone",
+		objs: objects(newGroup(4, admittedAt(t0.Add(-time.Hour))), newPod("p-0", running), newPod("p-1", running), newPod("r-0")),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want r-0 held", got)
+			}
+			h.addPod(newPod("r-1"))
+			h.step(time.Second)
+			if got := h.podPatches(); len(got) != 2 {
+				t.Errorf("patches = %v, want r-0 and r-1 released together", got)
+			}
+		},
+	}, {
+		name: "a replacement that brings a running gang back to minCount is released at once",
+		objs: objects(admitted(3), newPod("p-0", running), newPod("p-1", running), newPod("r")),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 1 || len(got["r"]) != 1 {
+				t.Errorf("patches = %v, want one for r", got)
+			}
+		},
+	}, {
+		name: "pods that succeeded count toward the gang: a joiner that arrives as the others succeed is released",
+		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("joiner")),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got["joiner"]) != 1 {
+				t.Errorf("joiner patches = %v, want its release", got["joiner"])
+			}
+		},
+	}, {
+		name: "with capacity admission, replacements of a short group go only once minCount of them are placed",
+		cfg:  capacityMode,
+		objs: append(objects(admitted(3, counts(0, 3)), pods("r", 3, requests("4"))...), newNode("n1", "8")),
+		check: func(t *testing.T, h *harness) {
+			h.c.admitCycle() // n1 has room for 2 of the 3.
+			h.observe()
+			h.reset()
+			h.sync()
+			if n := len(h.group().Status.Placements); n != 2 {
+				t.Fatalf("%d placements, want 2: %+v", n, h.group().Status.Placements)
+			}
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want the 2 placed pods held: with them the group has 2 of 3", got)
+			}
+			if err := h.kube.Tracker().Add(newNode("n2", "8")); err != nil {
+				t.Fatal(err)
+			}
+			h.observe()
+			h.reset()
+			h.admitRound()
+			if got := h.podPatches(); len(got) != 3 {
+				t.Errorf("patches = %v, want all 3 released together once the third is placed", got)
+			}
 		},
 	}}
 	for _, tc := range cases {

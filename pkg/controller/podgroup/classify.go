@@ -31,6 +31,9 @@ type podView struct {
 	// terminating are deleted pods that are neither terminal nor past their
 	// grace period: not active, not countable yet.
 	terminating int32
+	// untracked are released pods that run or wait to run without the
+	// tracking finalizer: step 9 adopts them (adopt.go).
+	untracked []*corev1.Pod
 	// withFinalizer indexes every pod that carries the tracking finalizer.
 	withFinalizer map[types.UID]*corev1.Pod
 	// nextCheck is the soonest time a deleted pod's grace period ends.
@@ -94,6 +97,9 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 			v.countActiveRole(p)
 		}
 		if !tracked {
+			if !terminal && !deleting && !hasGate(p) {
+				v.untracked = append(v.untracked, p)
+			}
 			continue
 		}
 		switch {

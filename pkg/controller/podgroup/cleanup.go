@@ -33,7 +33,7 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 			})
 		}
 	}
-	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch)
+	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch, true)
 	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of deleted PodGroup %s/%s: %w", pg.Namespace, pg.Name, errors.Join(errs...))
@@ -73,7 +73,7 @@ func (c *Controller) releaseUnmanaged(ctx context.Context, key string, pods []*c
 	if len(release) == 0 {
 		return nil
 	}
-	done, errs := c.patchPods(ctx, release, removeFinalizerPatch)
+	done, errs := c.patchPods(ctx, release, removeFinalizerPatch, true)
 	c.expectations.expect(key, done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of %s in a namespace Muster does not manage: %w", key, errors.Join(errs...))

@@ -52,7 +52,10 @@ type Controller struct {
 	// ungated pods whose admission gate was removed, until a sync sees it.
 	expectations *removalExpectations
 	ungated      *removalExpectations
-	clock        clock.Clock
+	// adopted holds running pods to which the tracking finalizer was added
+	// back (adopt.go), until a sync sees it.
+	adopted *removalExpectations
+	clock   clock.Clock
 
 	mu sync.Mutex
 	// lastPodSeen is when the newest pod of a group was first seen, for the
@@ -102,6 +105,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		recorder:     recorder,
 		expectations: newRemovalExpectations(isTracked),
 		ungated:      newRemovalExpectations(hasGate),
+		adopted:      newRemovalExpectations(func(p *corev1.Pod) bool { return !isTracked(p) }),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		batchStart:   map[string]time.Time{},

@@ -12,6 +12,7 @@ const (
 	reasonMinCountMismatch   = "MinCountMismatch"
 	reasonInvalidAnnotation  = "InvalidAnnotation"
 	reasonGroupFinished      = "PodGroupFinished"
+	reasonWaitingForGang     = "WaitingForGang"
 )
 
 // Condition reasons written by the controller.

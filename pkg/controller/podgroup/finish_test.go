@@ -162,10 +162,13 @@ func TestSyncFinish(t *testing.T) {
 		},
 	}, {
 		name: "a replacement that also fails starts a new grace",
-		objs: objects(admitted(2), newPod("a", failed)),
+		objs: objects(admitted(1), newPod("a", failed)),
 		check: func(t *testing.T, h *harness) {
 			h.addPod(newPod("replacement"))
 			h.step(10 * time.Second)
+			if g := gateNames(h.pod("replacement")); g != nil {
+				t.Fatalf("replacement still gated: %v", g)
+			}
 			p := h.pod("replacement")
 			failed(p)
 			h.setPod(p)
@@ -180,6 +183,60 @@ func TestSyncFinish(t *testing.T) {
 			}
 		},
 		requeue: 30 * time.Second,
+	}, {
+		name:    "a gated pod present when the last pods succeed is released as a joiner, and the group succeeds only once it has ended",
+		objs:    objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("joiner")),
+		requeue: time.Second, // a and b wait one batch period while the joiner is active.
+		check: func(t *testing.T, h *harness) {
+			if g := gateNames(h.pod("joiner")); len(g) != 0 {
+				t.Fatalf("joiner gates = %v, want released", g)
+			}
+			wantNoCondition(t, h.group(), v1alpha1.ConditionFinished)
+			h.step(time.Second)
+			wantCounts(t, h.group(), 2, 0)
+			wantNoCondition(t, h.group(), v1alpha1.ConditionFinished)
+			p := h.pod("joiner")
+			succeeded(p)
+			h.setPod(p)
+			h.step(time.Second)
+			pg := h.group()
+			wantCounts(t, pg, 3, 0)
+			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "3 pods succeeded (2 needed), 0 failed")
+		},
+	}, {
+		name: "a pod that arrives after the group succeeded stays gated, and is told so once",
+		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded)),
+		check: func(t *testing.T, h *harness) {
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
+			h.addPod(newPod("late"))
+			h.step(time.Second)
+			h.step(time.Minute)
+			if g := gateNames(h.pod("late")); len(g) != 1 {
+				t.Errorf("late gates = %v, want still gated: a finished group releases nobody", g)
+			}
+			wantCounts(t, h.group(), 2, 0)
+		},
+	}, {
+		name:    "a replacement held because the group is short stops the grace: the group waits for enough pods, then releases them together",
+		objs:    objects(admitted(2), newPod("a", failed)),
+		requeue: 30 * time.Second,
+		check: func(t *testing.T, h *harness) {
+			h.addPod(newPod("r-0"))
+			h.step(10 * time.Second)
+			h.step(time.Hour)
+			pg := h.group()
+			wantNoCondition(t, pg, v1alpha1.ConditionFinished)
+			if g := gateNames(h.pod("r-0")); len(g) != 1 {
+				t.Errorf("r-0 gates = %v, want held: with it the group has 1 of 2", g)
+			}
+			h.addPod(newPod("r-1"))
+			h.step(time.Second)
+			for _, n := range []string{"r-0", "r-1"} {
+				if g := gateNames(h.pod(n)); g != nil {
+					t.Errorf("%s still gated: %v", n, g)
+				}
+			}
+		},
 	}, {
 		name: "completionTime never precedes startTime",
 		objs: objects(newGroup(1, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(time.Minute))), newPod("a", succeeded)),

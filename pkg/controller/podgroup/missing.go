@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,24 +37,29 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		}
 	}
 	if len(deleting) > 0 {
-		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch)
+		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch, true)
 		c.expectations.expect(key, done...)
 		if len(errs) > 0 {
 			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
 		}
 	}
 
-	pg, from, handled := c.groupFromRoles(namespace, name, pods) // rolesfrompods.go
+	// Only pods that wait at the gate decide: a released pod means that its
+	// group existed and ran it, so a group missing now was deleted, and a
+	// user who deletes a group means it. Running and finished pods never
+	// bring it back; a gated pod that arrives after the deletion does.
+	waiting := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool {
+		return !hasGate(p) || p.DeletionTimestamp != nil || isTerminal(p)
+	})
+	pg, from, handled := c.groupFromRoles(namespace, name, waiting) // rolesfrompods.go
 	if !handled {
-		pg, from = c.groupFromAnnotations(namespace, name, pods)
+		pg, from = c.groupFromAnnotations(namespace, name, waiting)
 	}
 	if pg == nil {
-		for _, p := range pods {
-			if p.DeletionTimestamp == nil {
-				c.warnOnce(p.UID, reasonWaitingForPodGroup, func() {
-					c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForPodGroup, "waiting for PodGroup %s", name)
-				})
-			}
+		for _, p := range waiting {
+			c.warnOnce(p.UID, reasonWaitingForPodGroup, func() {
+				c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForPodGroup, "waiting for PodGroup %s", name)
+			})
 		}
 		return nil
 	}

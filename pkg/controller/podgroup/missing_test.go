@@ -141,6 +141,25 @@ func TestSyncMissingGroup(t *testing.T) {
 		}}},
 		events: []string{"Normal PodGroupCreated created PodGroup pg"},
 	}, {
+		name: "pods that have all finished do not re-create their group from their annotations",
+		objs: objects(nil, newPod("done", minCount("2"), succeeded, noFinalizer), newPod("lost", minCount("2"), failed, noFinalizer)),
+	}, {
+		name: "released pods that still run do not re-create their deleted group, and are not told to wait",
+		objs: objects(nil, newPod("p-0", minCount("2"), running, noFinalizer), newPod("p-1", minCount("2"), running, noFinalizer)),
+	}, {
+		name: "a gated pod that arrives after the deletion re-creates the group, although older running pods carry other annotations",
+		objs: objects(nil, newPod("p-0", minCount("3"), running, noFinalizer, createdAt(t0.Add(-2*time.Hour))),
+			newPod("late", minCount("2"), createdAt(t0))),
+		from: "late",
+		want: &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
+			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 2},
+		}}},
+		events: []string{"Normal PodGroupCreated created PodGroup pg"},
+	}, {
+		name:   "a gated pod without annotations does not re-create the group and is told to wait; the running pods are not",
+		objs:   objects(nil, newPod("p-0", minCount("2"), running, noFinalizer), newPod("late")),
+		events: []string{waiting},
+	}, {
 		name:    "a failed finalizer removal on a missing group's pod is retried",
 		objs:    objects(nil, newPod("leaving", running, deletedAt(t0.Add(time.Minute)))),
 		setup:   func(h *harness) { h.failPatches(apierrors.NewServiceUnavailable("injected"), "leaving") },

@@ -66,11 +66,13 @@ func removeFinalizerPatch(p *corev1.Pod) ([]byte, bool) {
 }
 
 // patchPods applies makePatch to every pod, at most concurrency at a time.
-// It returns the UIDs of pods that were patched, or that are already gone,
-// and the errors of the rest. A pod that no longer needs the patch counts as
-// done. A failed test operation (the pod changed under us) is an error, so
-// the group is synced again from a fresh read.
-func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatch func(*corev1.Pod) ([]byte, bool)) (done []types.UID, errs []error) {
+// It returns the UIDs of pods that were patched, and the errors of the
+// rest. A pod that no longer needs the patch counts as done, and so does a
+// pod that is gone when goneIsDone: true for removals (nothing is left to
+// remove), false for a release (a pod that is gone was not released). A
+// failed test operation (the pod changed under us) is an error, so the
+// group is synced again from a fresh read.
+func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatch func(*corev1.Pod) ([]byte, bool), goneIsDone bool) (done []types.UID, errs []error) {
 	var mu sync.Mutex
 	workqueue.ParallelizeUntil(ctx, c.cfg.PatchConcurrency, len(pods), func(i int) {
 		p := pods[i]
@@ -78,7 +80,7 @@ func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatc
 		var err error
 		if needed {
 			_, err = c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-			if apierrors.IsNotFound(err) {
+			if goneIsDone && apierrors.IsNotFound(err) {
 				err = nil
 			}
 		}

@@ -60,6 +60,15 @@ func laterMissing(pg *v1alpha1.PodGroup, v *podView) map[string]int32 {
 	return out
 }
 
+// reservedPlaces is how many places status.reservations holds.
+func reservedPlaces(pg *v1alpha1.PodGroup) int32 {
+	var n int32
+	for _, r := range pg.Status.Reservations {
+		n += r.Count
+	}
+	return n
+}
+
 func sumCounts(m map[string]int32) int32 {
 	var n int32
 	for _, c := range m {

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +35,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// Step 1, settle: what this snapshot already shows needs no more guarding.
 	c.expectations.settle(key, pods)
 	c.ungated.settle(key, pods)
+	c.adopted.settle(key, pods)
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if err == nil {
@@ -84,10 +86,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	next.Status.ObservedGeneration = pg.Generation
 	// Step 8. A refresh this write defers is written again by step 13, which
 	// says when to flush it.
-	pg, _, wrote, err := c.writeStatus(ctx, key, pg, next, now)
+	stored, _, wrote, err := c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
-		return 0, err
+		// Nothing this sync decided may act, but releasing the pods whose end
+		// the stored status already records, and deleted pods that never
+		// ran, waits on no decision: step 10 still runs, from the status as
+		// stored. The error sends the group back to the queue.
+		_, removeErr := c.removeFinalizers(ctx, pg, view)
+		return 0, errors.Join(err, removeErr)
 	}
+	pg = stored
 	if wrote {
 		view.written()
 	}
@@ -95,16 +103,18 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.admission.recorded(key)
 	}
 
-	// Act, steps 9 and 10: release the gang, then take the finalizer off
-	// counted pods.
-	if admitted { // step 9
-		if err := c.ungate(ctx, pg, view); err != nil {
-			return 0, err
-		}
+	// Act, steps 9 and 10: adopt running pods and release the gang, then
+	// take the finalizer off counted pods. A failed pod write in step 9 does
+	// not stop step 10 or the count: its error is returned at the end, so
+	// the group is synced again.
+	actErr := c.adopt(ctx, pg, view) // step 9a
+	if admitted {                    // step 9
+		actErr = errors.Join(actErr, c.ungate(ctx, pg, view))
 	} else if isFinished(pg) {
 		c.warnFinishedJoiners(pg, view)
 	}
 	removed, removeErr := c.removeFinalizers(ctx, pg, view) // step 10
+	actErr = errors.Join(actErr, removeErr)
 
 	// Count, steps 11 to 13: what lost its finalizer, and finish the group
 	// if it is done.
@@ -115,14 +125,14 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	finishAfter := c.finish(next, view, removed, now)                    // step 12
 	pg, flushAfter, wrote, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
-		return 0, err
+		return 0, errors.Join(err, actErr)
 	}
 	if wrote {
 		view.written()
 	}
 	metrics.observeGroup(key, pg)
-	if removeErr != nil {
-		return 0, removeErr
+	if actErr != nil {
+		return 0, actErr
 	}
 	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter, view.reserveAfter), nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
@@ -92,6 +93,50 @@ func TestSyncErrors(t *testing.T) {
 			if !hasTrackingFinalizer(h.pod("ok")) {
 				t.Errorf("ok lost its finalizer")
 			}
+		},
+	}, {
+		name: "a failed first status write still takes the finalizer off pods recorded in status and off deleted pods that never ran",
+		key:  testKey,
+		objs: objects(admitted(2, uncounted(uids("ok"), nil)), newPod("ok", succeeded), newPod("fresh", succeeded),
+			newPod("gone", deletedAt(t0.Add(time.Minute))), newPod("busy", running)),
+		setup: func(h *harness) {
+			h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
+				return true, nil, errors.New("injected")
+			})
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			for _, n := range []string{"ok", "gone"} {
+				if hasTrackingFinalizer(h.pod(n)) {
+					t.Errorf("%s keeps its finalizer: releasing it waited on a failed status write", n)
+				}
+			}
+			if !hasTrackingFinalizer(h.pod("fresh")) {
+				t.Errorf("fresh lost its finalizer before its UID was stored")
+			}
+		},
+	}, {
+		name: "a failing gate patch does not stop the finalizer removal and the count of a recorded pod in the same sync",
+		key:  testKey,
+		objs: objects(admitted(2, uncounted(uids("ok"), nil)), newPod("ok", succeeded), newPod("busy", running), newPod("joiner")),
+		setup: func(h *harness) {
+			h.failPatches(apierrors.NewServiceUnavailable("injected"), "joiner")
+		},
+		wantErr: true,
+		check: func(t *testing.T, h *harness) {
+			if hasTrackingFinalizer(h.pod("ok")) {
+				t.Errorf("ok keeps its finalizer: releasing it waited on a failed gate patch")
+			}
+			wantCounts(t, h.group(), 1, 0)
+			if g := gateNames(h.pod("joiner")); len(g) != 1 {
+				t.Errorf("joiner gates = %v, want still gated", g)
+			}
+			h.heal()
+			h.step(time.Second)
+			if g := gateNames(h.pod("joiner")); len(g) != 0 {
+				t.Errorf("joiner gates = %v after the retry, want released", g)
+			}
+			wantCounts(t, h.group(), 1, 0)
 		},
 	}, {
 		name: "a failed second status write is returned; the next sync counts from what was stored",
