@@ -199,5 +199,5 @@ func deleteAllPods(t *testing.T, ctx context.Context, ns string, within time.Dur
 	})
 }
 
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+func isNotFound(err error) bool  { return apierrors.IsNotFound(err) }
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
