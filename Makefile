@@ -46,7 +46,8 @@ E2E_OLDEST_TESTS := \
 	TestRolesWorkersNeverArrive \
 	TestPreparePolicy \
 	TestPodEventsArrive \
-	TestWholeGangRestart
+	TestWholeGangRestart \
+	TestResourceQuotaCountsPodGroups
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.

@@ -43,6 +43,9 @@ type Config struct {
 	// the pods of a createdLater role waits for them, when the role does
 	// not set reservationTimeoutSeconds.
 	ReservationTimeout time.Duration
+	// CreatedGroupTTL is how long a PodGroup that the controller created
+	// from pod annotations stays once it has finished and has no pods left.
+	CreatedGroupTTL time.Duration
 }
 
 // The admission modes of --admission.
@@ -64,6 +67,7 @@ func DefaultConfig() Config {
 		QueueingStrategy:   capacity.BestEffortFIFO,
 		StalledTimeout:     time.Minute,
 		ReservationTimeout: 5 * time.Minute,
+		CreatedGroupTTL:    time.Hour,
 	}
 }
 
@@ -92,6 +96,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ReservationTimeout, "reservation-timeout", c.ReservationTimeout,
 		"How long, from a gang's admission, capacity reserved for the pods of a createdLater role (workers its driver creates) waits for them "+
 			"before what is unclaimed is given back; a role's reservationTimeoutSeconds overrides it.")
+	fs.DurationVar(&c.CreatedGroupTTL, "created-group-ttl", c.CreatedGroupTTL,
+		"How long a PodGroup the controller created from pod annotations is kept once it has finished and has no pods left; then it is deleted. 0 deletes it at once.")
 }
 
 // Validate checks the configuration.
@@ -117,6 +123,9 @@ func (c *Config) Validate() []error {
 	}
 	if c.ReservationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--reservation-timeout must be positive, got %s", c.ReservationTimeout))
+	}
+	if c.CreatedGroupTTL < 0 {
+		errs = append(errs, fmt.Errorf("--created-group-ttl must not be negative, got %s", c.CreatedGroupTTL))
 	}
 	if c.StalledTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--stalled-pod-timeout must be positive, got %s", c.StalledTimeout))

@@ -55,14 +55,14 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	err := fs.Parse([]string{"--controller-workers=2", "--pod-patch-concurrency=3", "--release-grace=1m",
 		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a",
-		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m", "--reservation-timeout=90s"})
+		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m", "--reservation-timeout=90s", "--created-group-ttl=10m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Workers: 2, PatchConcurrency: 3, ReleaseGrace: time.Minute, FastRelease: false,
 		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a",
 		Admission: AdmissionCount, QueueingStrategy: capacity.StrictFIFO, StalledTimeout: 2 * time.Minute,
-		ReservationTimeout: 90 * time.Second}
+		ReservationTimeout: 90 * time.Second, CreatedGroupTTL: 10 * time.Minute}
 	if c != want {
 		t.Errorf("config = %+v, want %+v", c, want)
 	}

@@ -32,6 +32,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	if len(pods) == 0 {
+		// lastPodSeen keeps an entry only for a group that has pods, so that
+		// pods of groups that never come cannot grow it without bound.
+		c.mu.Lock()
+		delete(c.lastPodSeen, key)
+		c.mu.Unlock()
+	}
 	// Step 1, settle: what this snapshot already shows needs no more guarding.
 	c.expectations.settle(key, pods)
 	c.ungated.settle(key, pods)
@@ -134,7 +141,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if actErr != nil {
 		return 0, actErr
 	}
-	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter, view.reserveAfter), nil
+	expireAfter, err := c.expireCreated(ctx, pg, view, now) // step 14, ttl.go
+	if err != nil {
+		return 0, err
+	}
+	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter, view.reserveAfter, expireAfter), nil
 }
 
 // writeStatus writes next's status and returns the stored group. A status

@@ -1,0 +1,89 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// TestSyncExpireCreatedGroups: a group the controller created from pod
+// annotations is deleted --created-group-ttl (1h by default) after it
+// finished, once no pod is left; any other group, or one with pods left,
+// stays.
+func TestSyncExpireCreatedGroups(t *testing.T) {
+	createdFromPods := func(pg *v1alpha1.PodGroup) { pg.Annotations = map[string]string{CreatedByAnnotation: "p-0"} }
+	tests := []struct {
+		name        string
+		mods        []groupMod
+		pods        []*corev1.Pod
+		wantDeleted bool
+		wantNext    time.Duration // the sync's requeue when kept
+	}{
+		{name: "created from pods, finished over an hour ago, no pods: deleted",
+			mods: []groupMod{createdFromPods, finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-61*time.Minute)), counts(2, 0)}, wantDeleted: true},
+		{name: "created from pods, finished 40 minutes ago: kept until the hour is up",
+			mods: []groupMod{createdFromPods, finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-40*time.Minute)), counts(2, 0)}, wantNext: 20 * time.Minute},
+		{name: "created from pods, finished, a pod left: kept",
+			mods: []groupMod{createdFromPods, finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-2*time.Hour)), counts(2, 0)},
+			pods: []*corev1.Pod{newPod("p-0", succeeded, noFinalizer)}},
+		{name: "created by a user: kept",
+			mods: []groupMod{finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-2*time.Hour)), counts(2, 0)}},
+		{name: "created from pods, not finished: kept",
+			mods: []groupMod{createdFromPods}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mods := append([]groupMod{admittedAt(t0.Add(-3 * time.Hour)), scheduledAt(t0.Add(-3 * time.Hour))}, tc.mods...)
+			h := newHarness(t, nil, objects(newGroup(2, mods...), tc.pods...)...)
+			next := h.sync()
+			deleted := false
+			for _, c := range h.mutations() {
+				deleted = deleted || strings.HasPrefix(c, "delete podgroups")
+			}
+			if deleted != tc.wantDeleted {
+				t.Fatalf("deleted = %v, want %v (calls %v)", deleted, tc.wantDeleted, h.mutations())
+			}
+			if tc.wantDeleted {
+				if ev := h.events(); !containsPrefix(ev, "Normal Expired deleted: created from pod annotations") {
+					t.Errorf("events %q, want an Expired event", ev)
+				}
+			} else if tc.wantNext > 0 {
+				// Kept for now; deleted once the rest of the hour has passed.
+				if next <= 0 || next > tc.wantNext {
+					t.Errorf("requeue after %s, want at most %s", next, tc.wantNext)
+				}
+				h.step(tc.wantNext)
+				if calls := strings.Join(h.mutations(), ";"); !strings.Contains(calls, "delete podgroups") {
+					t.Errorf("not deleted once the TTL passed: calls %v", calls)
+				}
+			}
+		})
+	}
+}
+
+// TestLastPodSeenIsBounded: the time a group's newest pod was seen is kept
+// only while the group has pods, so pods of groups that never come, once
+// deleted, leave nothing behind.
+func TestLastPodSeenIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addPod(newPod("p-0"))
+	h.observe()
+	h.c.mu.Lock()
+	_, seen := h.c.lastPodSeen[testKey]
+	h.c.mu.Unlock()
+	if !seen {
+		t.Fatalf("lastPodSeen has no entry for a group with a pod")
+	}
+	h.deletePod("p-0")
+	h.observe()
+	h.sync()
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	if n := len(h.c.lastPodSeen); n != 0 {
+		t.Errorf("lastPodSeen holds %d entries after the group's last pod went, want 0", n)
+	}
+}
