@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/dynamic"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -108,7 +109,17 @@ func (c *Cluster) RestartMuster(ctx context.Context) error {
 		return fmt.Errorf("restarting muster-apiserver: %w", err)
 	}
 	c.setMuster(p)
-	return nil
+	// The aggregator marked the APIService unavailable while Muster was
+	// down, and answers 503 until its availability check passes again: wait
+	// for that, so that the next test does not meet the gap.
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("creating dynamic client: %w", err)
+	}
+	if err := waitAPIServiceAvailable(ctx, dyn.Resource(apiServiceResource), c.opts.StartTimeout); err != nil {
+		return err
+	}
+	return c.waitKubectlServes(ctx)
 }
 
 // createMusterNamespace creates Muster's namespace and service account.
