@@ -55,7 +55,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest bench perf fuzz codegen clean help
+.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -74,7 +74,8 @@ run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-schedul
 run-standalone: build ## Serve the API alone on loopback, with no cluster.
 	$(BIN)/muster-apiserver --standalone --data-dir=$(OUT)/standalone --secure-port=8443
 
-test: verify unit integration e2e e2e-oldest ## Everything CI runs.
+test: verify unit integration e2e e2e-oldest ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+	$(MAKE) --no-print-directory chaos CHAOS_PODS=$(CHAOS_PODS_TEST)
 
 verify: ## gofmt, go vet, and generated code up to date.
 	@out="$$(gofmt -l cmd pkg test hack)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -97,6 +98,16 @@ e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest su
 	MUSTER_BIN_DIR=$(shell KUBE_VERSION=$(OLDEST_KUBE_VERSION) hack/build-tools.sh --print-bin-dir) \
 	MUSTER_BINARY=$(BIN)/muster-apiserver MUSTER_KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
 		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) -run '$(E2E_OLDEST_RUN)' ./test/e2e/...
+
+# The chaos suite's size: `make chaos` drives CHAOS_PODS pods, `make test`
+# CHAOS_PODS_TEST. CHAOS_ARGS adds flags, e.g. -chaos.seed=N to replay a run.
+CHAOS_PODS      ?= 10000
+CHAOS_PODS_TEST ?= 2000
+CHAOS_TIMEOUT   ?= 60m
+
+chaos: build tools ## Gangs through Muster while its leader is killed every few seconds and kube-apiserver, etcd and Muster's etcd restart (CHAOS_PODS, default 10000); prints counts and timings.
+	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
+		$(GO) test $(GOFLAGS_TEST) -v -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' ./test/chaos/ -args -chaos.pods=$(CHAOS_PODS) $(CHAOS_ARGS)
 
 bench: ## Benchmarks of the controller's hot paths; they print numbers, they assert nothing about speed.
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/controller/...

@@ -32,8 +32,10 @@ type Cluster struct {
 	APIServerURL string
 	// KubeVersion is the release of kube-apiserver, as it reports it.
 	KubeVersion *version.Version
-	// EtcdURL is etcd's client URL, shared by kube-apiserver and Muster.
-	EtcdURL string
+	// EtcdURL is etcd's client URL, shared by kube-apiserver and Muster
+	// unless Options.MusterEtcd gives Muster its own at MusterEtcdURL.
+	EtcdURL       string
+	MusterEtcdURL string
 	// MusterURL is Muster's own https://127.0.0.1:<port>, empty when Muster
 	// is not run.
 	MusterURL string
@@ -46,10 +48,13 @@ type Cluster struct {
 	musterKubeconfig        string
 	muster                  *process
 
-	mu       sync.Mutex
-	procs    []*process
-	cancel   context.CancelFunc
-	stopOnce sync.Once
+	mu         sync.Mutex
+	procs      []*process
+	components map[string]*component
+	replicas   []*musterReplica
+	proxy      *serviceProxy
+	cancel     context.CancelFunc
+	stopOnce   sync.Once
 }
 
 // Start brings up a cluster and returns once every component is ready: the
@@ -77,7 +82,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) start(ctx, bgCtx context.Context) error {
 	logger := klog.FromContext(ctx)
 	// A work dir may hold a previous run: its data and logs are stale.
-	for _, dir := range []string{c.logDir(), filepath.Join(c.WorkDir, "etcd")} {
+	for _, dir := range []string{c.logDir(), filepath.Join(c.WorkDir, EtcdComponent), filepath.Join(c.WorkDir, MusterEtcdComponent)} {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("clearing previous run: %w", err)
 		}
@@ -98,6 +103,9 @@ func (c *Cluster) start(ctx, bgCtx context.Context) error {
 		{"kube-scheduler", c.startScheduler},
 		{"kwok", c.startKwok},
 		{"fake nodes", c.createNodes},
+	}
+	if c.opts.MusterBinary != "" && c.opts.MusterEtcd {
+		steps = append(steps, step{"muster-etcd", c.startMusterEtcd})
 	}
 	if c.opts.MusterBinary != "" {
 		steps = append(steps, step{"muster-apiserver", c.startMuster}, step{"aggregation", c.registerMuster}, step{"pod webhook", c.registerWebhooks})
@@ -129,6 +137,9 @@ func (c *Cluster) Stop() {
 		c.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
+		}
+		if c.proxy != nil {
+			c.proxy.close()
 		}
 	})
 }

@@ -10,25 +10,42 @@ import (
 	"strings"
 )
 
-// startEtcd runs a single-member etcd on two free loopback ports. Data is
-// disposable, so fsync is off to keep a 2-core machine responsive.
+// startEtcd runs the etcd that kube-apiserver (and Muster, unless
+// Options.MusterEtcd) stores in.
 func (c *Cluster) startEtcd(ctx context.Context) error {
-	dataDir := filepath.Join(c.opts.WorkDir, "etcd")
+	url, err := c.startEtcdMember(ctx, EtcdComponent)
+	c.EtcdURL = url
+	return err
+}
+
+// startMusterEtcd runs a second etcd for Muster alone, as a deployment with
+// an etcd of its own has (Options.MusterEtcd).
+func (c *Cluster) startMusterEtcd(ctx context.Context) error {
+	url, err := c.startEtcdMember(ctx, MusterEtcdComponent)
+	c.MusterEtcdURL = url
+	return err
+}
+
+// startEtcdMember runs a single-member etcd named name on two free loopback
+// ports, with its data in <work dir>/<name>, and returns its client URL.
+// Data is disposable, so fsync is off to keep a 2-core machine responsive.
+func (c *Cluster) startEtcdMember(ctx context.Context, name string) (string, error) {
+	dataDir := filepath.Join(c.opts.WorkDir, name)
 	start := func(ports []int) (*process, error) {
 		client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 		args := []string{
-			"--name=muster-local",
+			"--name=" + name,
 			"--data-dir=" + dataDir,
 			"--listen-client-urls=" + client,
 			"--advertise-client-urls=" + client,
 			"--listen-peer-urls=" + peer,
 			"--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=muster-local=" + peer,
+			"--initial-cluster=" + name + "=" + peer,
 			"--unsafe-no-fsync=true",
 			"--log-level=warn",
 		}
-		return startProcess("etcd", c.opts.binary(EtcdBinary), args, c.logDir())
+		return startProcess(name, c.opts.binary(EtcdBinary), args, c.logDir())
 	}
 	ready := func(ctx context.Context, p *process, ports []int) error {
 		url := fmt.Sprintf("http://127.0.0.1:%d/health", ports[0])
@@ -36,11 +53,10 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	}
 	p, ports, err := launch(ctx, 2, start, ready)
 	if err != nil {
-		return fmt.Errorf("starting etcd: %w", err)
+		return "", fmt.Errorf("starting %s: %w", name, err)
 	}
-	c.track(p)
-	c.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	return nil
+	c.register(name, p, ports, start, ready)
+	return fmt.Sprintf("http://127.0.0.1:%d", ports[0]), nil
 }
 
 // etcdHealthy checks etcd's /health endpoint.

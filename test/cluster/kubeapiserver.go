@@ -80,7 +80,7 @@ func (c *Cluster) startKubeAPIServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)
 	}
-	c.track(p)
+	c.register(KubeAPIServerComponent, p, ports, start, ready)
 	c.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	return nil
 }

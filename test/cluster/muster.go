@@ -40,6 +40,9 @@ func (c *Cluster) startMuster(ctx context.Context) error {
 		return err
 	}
 	c.musterKubeconfig = kubeconfig
+	if c.opts.MusterReplicas > 1 {
+		return c.startMusterReplicas(ctx)
+	}
 	p, ports, err := launch(ctx, 1, c.musterRunner("muster-apiserver"), c.musterReady)
 	if err != nil {
 		return fmt.Errorf("starting muster-apiserver: %w", err)
@@ -65,10 +68,18 @@ func (c *Cluster) runMuster(name string, ports []int) (*process, error) {
 		"--kubeconfig=" + c.musterKubeconfig,
 		"--authentication-kubeconfig=" + c.musterKubeconfig,
 		"--authorization-kubeconfig=" + c.musterKubeconfig,
-		"--etcd-servers=" + c.EtcdURL,
+		"--etcd-servers=" + c.musterEtcdURL(),
 		"--etcd-prefix=/muster",
 	}
 	return startProcess(name, c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
+}
+
+// musterEtcdURL is the etcd Muster stores in.
+func (c *Cluster) musterEtcdURL() string {
+	if c.MusterEtcdURL != "" {
+		return c.MusterEtcdURL
+	}
+	return c.EtcdURL
 }
 
 func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) error {
@@ -84,7 +95,8 @@ func (c *Cluster) setMuster(p *process) {
 }
 
 // KillMuster kills the muster-apiserver process with SIGKILL, as a crash
-// would: no graceful shutdown, no Lease release.
+// would: no graceful shutdown, no Lease release. With Options.MusterReplicas
+// above 1 it does nothing: see KillMusterReplica.
 func (c *Cluster) KillMuster() {
 	c.mu.Lock()
 	p := c.muster
@@ -97,8 +109,12 @@ func (c *Cluster) KillMuster() {
 }
 
 // RestartMuster starts muster-apiserver again on its old port, which the
-// APIService and the webhooks point at, and waits until it is ready.
+// APIService and the webhooks point at, and waits until it is ready. With
+// Options.MusterReplicas above 1, use RestartMusterReplica.
 func (c *Cluster) RestartMuster(ctx context.Context) error {
+	if len(c.replicas) > 0 {
+		return fmt.Errorf("RestartMuster on a cluster of %d Muster replicas; use RestartMusterReplica", len(c.replicas))
+	}
 	c.KillMuster()
 	p, err := c.runMuster("muster-apiserver", []int{c.musterPort})
 	if err != nil {

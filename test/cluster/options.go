@@ -48,6 +48,14 @@ type Options struct {
 	// MusterBinary is the muster-apiserver to run and register with the
 	// aggregator. Empty runs the cluster without Muster.
 	MusterBinary string
+	// MusterReplicas is how many muster-apiserver processes to run on one
+	// etcd (default 1). With more than one, a proxy in front of them stands
+	// in for the Service, and the APIService and webhooks point at it.
+	MusterReplicas int
+	// MusterEtcd gives Muster an etcd of its own, which Restart can restart
+	// apart from the cluster's; else Muster stores under /muster in the
+	// cluster's etcd.
+	MusterEtcd bool
 	// MusterArgs are appended to the flags the harness passes to Muster.
 	MusterArgs []string
 	// PreparePolicy installs the MutatingAdmissionPolicy that prepares new
@@ -81,6 +89,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.NodePods == 0 {
 		o.NodePods = 110
+	}
+	if o.MusterReplicas == 0 {
+		o.MusterReplicas = 1
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 2 * time.Minute

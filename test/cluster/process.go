@@ -24,9 +24,11 @@ const stopGrace = 10 * time.Second
 type process struct {
 	name    string
 	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
-	exitErr error
+	// logStart is the size of the log before this run appended to it.
+	logStart int64
+	cmd      *exec.Cmd
+	done     chan struct{}
+	exitErr  error
 }
 
 // startProcess runs binary with args, appending its output to
@@ -36,6 +38,10 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening log for %s: %w", name, err)
+	}
+	var logStart int64
+	if info, err := logFile.Stat(); err == nil {
+		logStart = info.Size()
 	}
 	fmt.Fprintf(logFile, "=== %s %s\n", binary, strings.Join(args, " "))
 
@@ -47,7 +53,7 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, binary, err)
 	}
-	p := &process{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, logPath: logPath, logStart: logStart, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.exitErr = cmd.Wait()
 		_ = logFile.Close()
@@ -95,6 +101,18 @@ func (p *process) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// log returns what this run of the process has logged so far.
+func (p *process) log() ([]byte, error) {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) < p.logStart {
+		return nil, nil
+	}
+	return data[p.logStart:], nil
 }
 
 // portClash reports whether the process died because a port it was given

@@ -1,0 +1,204 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+)
+
+// clients talk to kube-apiserver, and through its aggregator to Muster.
+// The probe's have their own connections, so that a backlog of the load
+// does not delay them.
+var clients struct {
+	kube        kubernetes.Interface
+	muster      versioned.Interface
+	probeKube   kubernetes.Interface
+	probeMuster versioned.Interface
+}
+
+func newClients() {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	clients.kube = kubernetes.NewForConfigOrDie(cfg)
+	clients.muster = versioned.NewForConfigOrDie(cfg)
+	probe := rest.CopyConfig(env.Config)
+	probe.QPS, probe.Burst = -1, 0
+	clients.probeKube = kubernetes.NewForConfigOrDie(probe)
+	clients.probeMuster = versioned.NewForConfigOrDie(probe)
+}
+
+// TestChaos drives -chaos.pods pods in gangs through Muster while R1 kills
+// the leader and R2 restarts kube-apiserver, etcd and Muster's etcd, then
+// checks that every group's counts equal what its pods did, that no pod
+// keeps Muster's finalizer or is stuck Terminating, that no gang was
+// released short, and that the APIs answered within 10s of each restart.
+func TestChaos(t *testing.T) {
+	began := time.Now()
+	budget := 10*time.Minute + time.Duration(*podsFlag)*100*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	newClients()
+
+	ns := "chaos"
+	if _, err := clients.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	l := newLoad(ns, clients.kube, clients.muster, *podsFlag, rand.New(rand.NewPCG(seed, 0)))
+	t.Logf("load: %d pods in %d gangs of 2 to 8 (one in four created from annotations), seed %d", l.pods(), len(l.gangs), seed)
+	p := &probe{ns: ns}
+	if err := p.setUp(ctx); err != nil {
+		t.Fatalf("creating the probe's objects: %v", err)
+	}
+	stopInformer := l.watch(ctx)
+	defer stopInformer()
+
+	// R1 and R2 run while the load runs.
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	killer := &leaderKiller{minDwell: 2 * time.Second, maxDwell: 5 * time.Second}
+	killerDone := make(chan struct{})
+	go func() { defer close(killerDone); killer.run(chaosCtx) }()
+	restartsDone := make(chan []restart, 1)
+	go func() { restartsDone <- p.runRestarts(chaosCtx, l) }()
+
+	if err := l.run(ctx); err != nil {
+		stopChaos()
+		t.Fatalf("creating the load: %v", err)
+	}
+	created := time.Since(began)
+	if err := l.waitFinished(ctx, t); err != nil {
+		stopChaos()
+		t.Fatalf("waiting for every pod to finish: %v", err)
+	}
+	finished := time.Since(began)
+	stopChaos()
+	<-killerDone
+	restarts := <-restartsDone
+
+	o, bad, err := l.converge(ctx, 3*time.Minute)
+	if err != nil {
+		t.Fatalf("reading the outcome: %v", err)
+	}
+	converged := time.Since(began)
+	var short []string
+	for _, g := range l.gangs {
+		if g.short.Load() {
+			short = append(short, g.name)
+		}
+	}
+	stuck, err := l.deleteAll(ctx, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("deleting the pods: %v", err)
+	}
+	badAfterDelete, err := l.mismatches(ctx, o.byGroup)
+	if err != nil {
+		t.Fatalf("reading the groups after their pods were deleted: %v", err)
+	}
+
+	r := report{
+		pods: l.pods(), gangs: len(l.gangs), succeeded: o.succeeded, failed: o.failed,
+		deletes: l.deletes.Load(), retries: l.retries.Load(), checks: l.checks.Load(),
+		created: created, finished: finished, converged: converged, total: time.Since(began),
+		killer: killer, restarts: restarts,
+	}
+	r.log(t)
+
+	if len(short) > 0 {
+		t.Errorf("%d gangs were released before all their pods existed: %s", len(short), first(short))
+	}
+	if len(o.unfinished) > 0 {
+		t.Errorf("%d pods never finished: %s", len(o.unfinished), first(o.unfinished))
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d groups' counts differ from what their pods did: %s", len(bad), first(bad))
+	}
+	if len(o.tracked) > 0 {
+		t.Errorf("%d finished pods still carry Muster's finalizer: %s", len(o.tracked), first(o.tracked))
+	}
+	if len(stuck) > 0 {
+		t.Errorf("%d pods were stuck Terminating 2m after deletion: %s", len(stuck), first(stuck))
+	}
+	if len(badAfterDelete) > 0 {
+		t.Errorf("after the pods were deleted, %d groups' counts changed: %s", len(badAfterDelete), first(badAfterDelete))
+	}
+	if killer.kills < 3 {
+		t.Errorf("R1 killed the leader %d times, want at least 3 for the run to mean anything", killer.kills)
+	}
+	for _, rs := range restartSchedule {
+		i := slices.IndexFunc(restarts, func(r restart) bool { return r.component == rs.component })
+		switch {
+		case i < 0:
+			t.Errorf("R2 never restarted %s", rs.component)
+		case restarts[i].err != nil:
+			t.Errorf("restarting %s: %v", rs.component, restarts[i].err)
+		case restarts[i].sinceStart() > apiAnswerLimit:
+			t.Errorf("after %s restarted, the APIs answered in %s, want within %s", rs.component, restarts[i].sinceStart().Round(time.Millisecond), apiAnswerLimit)
+		}
+	}
+	if exited := env.Exited(); len(exited) > 0 {
+		t.Errorf("processes exited on their own: %v", exited)
+	}
+}
+
+// watch runs an informer on the load's pods that feeds observe, and returns
+// a func that stops it.
+func (l *load) watch(ctx context.Context) func() {
+	factory := informers.NewSharedInformerFactoryWithOptions(clients.kube, 0, informers.WithNamespace(l.ns))
+	informer := factory.Core().V1().Pods().Informer()
+	handle := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			l.observe(ctx, p)
+		}
+	}
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+	})
+	stop := make(chan struct{})
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return func() { close(stop); factory.Shutdown() }
+}
+
+// waitFinished waits until every pod of the load has ended, logging
+// progress every 15s.
+func (l *load) waitFinished(ctx context.Context, t *testing.T) error {
+	total := int64(l.pods())
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for l.finished.Load() < total {
+		select {
+		case <-tick.C:
+			t.Logf("%d of %d pods finished", l.finished.Load(), total)
+		case <-l.wake:
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %d of %d pods finished", ctx.Err(), l.finished.Load(), total)
+		}
+	}
+	return nil
+}
+
+// first lists up to 5 items of a failure.
+func first(items []string) string {
+	if len(items) > 5 {
+		return strings.Join(items[:5], "; ") + fmt.Sprintf("; and %d more", len(items)-5)
+	}
+	return strings.Join(items, "; ")
+}

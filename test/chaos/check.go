@@ -1,0 +1,151 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// counts are a group's finished pods.
+type counts struct{ succeeded, failed int32 }
+
+// outcome is what the load's pods did, read from them at the end: every pod
+// still exists then, because the pods deleted while running carry
+// holdFinalizer.
+type outcome struct {
+	byGroup    map[string]counts
+	unfinished []string // pods that never ended
+	tracked    []string // pods that still carry Muster's finalizer
+	succeeded  int
+	failed     int
+}
+
+// readOutcome lists the load's pods.
+func (l *load) readOutcome(ctx context.Context) (outcome, error) {
+	o := outcome{byGroup: map[string]counts{}}
+	list, err := clients.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return o, err
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		group := p.Labels[scheduling.PodGroupLabel]
+		if l.byName[group] == nil {
+			continue
+		}
+		if slices.Contains(p.Finalizers, scheduling.TrackingFinalizer) {
+			o.tracked = append(o.tracked, p.Name)
+		}
+		c := o.byGroup[group]
+		switch p.Status.Phase {
+		case corev1.PodSucceeded:
+			c.succeeded++
+			o.succeeded++
+		case corev1.PodFailed:
+			c.failed++
+			o.failed++
+		default:
+			o.unfinished = append(o.unfinished, fmt.Sprintf("%s (%s)", p.Name, p.Status.Phase))
+		}
+		o.byGroup[group] = c
+	}
+	return o, nil
+}
+
+// mismatches compares every gang's PodGroup status with what its pods did.
+func (l *load) mismatches(ctx context.Context, want map[string]counts) ([]string, error) {
+	list, err := clients.muster.SchedulingV1alpha1().PodGroups(l.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]counts{}
+	for _, pg := range list.Items {
+		got[pg.Name] = counts{pg.Status.Succeeded, pg.Status.Failed}
+	}
+	var bad []string
+	for _, g := range l.gangs {
+		w := want[g.name]
+		c, ok := got[g.name]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s: no PodGroup (want succeeded %d, failed %d)", g.name, w.succeeded, w.failed))
+		case c != w:
+			bad = append(bad, fmt.Sprintf("%s: succeeded %d, failed %d; its pods: %d and %d", g.name, c.succeeded, c.failed, w.succeeded, w.failed))
+		}
+	}
+	return bad, nil
+}
+
+// converge waits until no pod carries Muster's finalizer and every group's
+// counts equal what its pods did, and returns the last outcome and
+// mismatches seen.
+func (l *load) converge(ctx context.Context, timeout time.Duration) (outcome, []string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		o, err := l.readOutcome(ctx)
+		if err != nil {
+			return o, nil, err
+		}
+		bad, err := l.mismatches(ctx, o.byGroup)
+		if err != nil {
+			return o, nil, err
+		}
+		if (len(bad) == 0 && len(o.tracked) == 0 && len(o.unfinished) == 0) || time.Now().After(deadline) {
+			return o, bad, nil
+		}
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return o, bad, ctx.Err()
+		}
+	}
+}
+
+// deleteAll deletes every pod, takes the load's own finalizer off the pods
+// it held, and waits for the namespace to hold no pod; it returns the pods
+// left, which are stuck Terminating.
+func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, error) {
+	pods := clients.kube.CoreV1().Pods(l.ns)
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return nil, fmt.Errorf("deleting the pods: %w", err)
+	}
+	release := []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + holdFinalizer + `"]}}`)
+	for _, g := range l.gangs {
+		for _, p := range g.pods {
+			if !slices.Contains(p.Finalizers, holdFinalizer) {
+				continue
+			}
+			if err := l.retry(ctx, "releasing "+p.Name, func(ctx context.Context) error {
+				_, err := pods.Patch(ctx, p.Name, types.StrategicMergePatchType, release, metav1.PatchOptions{})
+				return err
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if len(list.Items) == 0 {
+			return nil, nil
+		}
+		if time.Now().After(deadline) {
+			var left []string
+			for _, p := range list.Items {
+				left = append(left, fmt.Sprintf("%s (%s, finalizers %v)", p.Name, p.Status.Phase, p.Finalizers))
+			}
+			return left, nil
+		}
+		time.Sleep(time.Second)
+	}
+}

@@ -1,0 +1,344 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+	"github.com/muster-dev/muster/test/cluster"
+)
+
+const (
+	// holdFinalizer keeps a pod that the load deletes while it runs until
+	// the end, so that its last phase can be read there.
+	holdFinalizer = "chaos.muster.dev/hold"
+	// deleteAnnotation marks a pod that the load deletes once it runs.
+	deleteAnnotation = "chaos.muster.dev/delete-while-running"
+
+	// failShare of the pods exit 1; deleteShare are deleted while running.
+	failShare   = 0.10
+	deleteShare = 0.03
+	// maxActive bounds the pods created and not yet finished, so that the
+	// load runs at the pace the cluster can take rather than piling up.
+	maxActive = 300
+	// creators is how many gangs are created at once.
+	creators = 6
+)
+
+// gang is one PodGroup of the load and the fate of each of its pods.
+type gang struct {
+	name string
+	// viaAnnotation gangs have no PodGroup from the load: their pods carry
+	// the min-count annotation, and the controller creates the group.
+	viaAnnotation bool
+	pods          []*corev1.Pod
+	// lastSent is set just before the create of the gang's last pod is
+	// sent: a pod released before that was released short.
+	lastSent atomic.Bool
+	short    atomic.Bool
+}
+
+// load creates gangs of pods that start, run and finish on kwok, keeping at
+// most maxActive unfinished, and watches that none is released short.
+type load struct {
+	ns     string
+	kube   kubernetes.Interface
+	muster versioned.Interface
+	gangs  []*gang
+	byName map[string]*gang
+
+	created    atomic.Int64
+	finished   atomic.Int64
+	retries    atomic.Int64
+	deletes    atomic.Int64
+	checks     atomic.Int64
+	seenFinish sync.Map // pod name -> struct{}
+	seenDelete sync.Map // pod name -> struct{}
+	wake       chan struct{}
+}
+
+// newLoad plans gangs of 2 to 8 pods that add up to pods, one in four
+// created from pod annotations, with each pod's run time and outcome drawn
+// from rng.
+func newLoad(ns string, kube kubernetes.Interface, muster versioned.Interface, pods int, rng *rand.Rand) *load {
+	l := &load{ns: ns, kube: kube, muster: muster, byName: map[string]*gang{}, wake: make(chan struct{}, 1)}
+	for left, i := pods, 0; left > 0; i++ {
+		size := 2 + rng.IntN(7)
+		if left-size < 2 {
+			size = left
+		}
+		left -= size
+		g := &gang{name: fmt.Sprintf("g-%05d", i), viaAnnotation: i%4 == 3}
+		for j := range size {
+			g.pods = append(g.pods, l.newPod(g, j, size, rng))
+		}
+		l.gangs = append(l.gangs, g)
+		l.byName[g.name] = g
+	}
+	return l
+}
+
+// newPod is pod j of a gang of size.
+func (l *load) newPod(g *gang, j, size int, rng *rand.Rand) *corev1.Pod {
+	grace := int64(1)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%s-%d", g.name, j),
+			Namespace: l.ns,
+			Labels:    map[string]string{scheduling.PodGroupLabel: g.name},
+			Annotations: map[string]string{
+				cluster.RunForAnnotation: fmt.Sprintf("%dms", 500+rng.IntN(1500)),
+			},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "main", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+			}},
+			TerminationGracePeriodSeconds: &grace,
+		},
+	}
+	if g.viaAnnotation {
+		p.Annotations[scheduling.MinCountAnnotation] = strconv.Itoa(size)
+	}
+	if rng.Float64() < failShare {
+		p.Annotations[cluster.ExitCodeAnnotation] = "1"
+	}
+	if rng.Float64() < deleteShare {
+		p.Annotations[deleteAnnotation] = "true"
+		p.Finalizers = []string{holdFinalizer}
+	}
+	return p
+}
+
+// pods is how many pods the load creates in all.
+func (l *load) pods() int {
+	n := 0
+	for _, g := range l.gangs {
+		n += len(g.pods)
+	}
+	return n
+}
+
+// run creates every gang with creators workers, and returns once all are
+// created.
+func (l *load) run(ctx context.Context) error {
+	work := make(chan *gang)
+	errs := make(chan error, creators)
+	var wg sync.WaitGroup
+	for range creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range work {
+				if err := l.createGang(ctx, g); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, g := range l.gangs {
+		select {
+		case work <- g:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
+// createGang creates a gang's group (unless the controller creates it from
+// annotations) and its pods, all but the last, then checks that none of
+// them was released before creating the last one.
+func (l *load) createGang(ctx context.Context, g *gang) error {
+	if err := l.waitForRoom(ctx, len(g.pods)); err != nil {
+		return err
+	}
+	if !g.viaAnnotation {
+		pg := &v1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: l.ns},
+			Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
+				Gang: &v1alpha1.GangSchedulingPolicy{MinCount: int32(len(g.pods))},
+			}},
+		}
+		if err := l.retry(ctx, "creating PodGroup "+g.name, func(ctx context.Context) error {
+			_, err := l.muster.SchedulingV1alpha1().PodGroups(l.ns).Create(ctx, pg, metav1.CreateOptions{})
+			return ignoreExists(err)
+		}); err != nil {
+			return err
+		}
+	}
+	last := len(g.pods) - 1
+	for _, p := range g.pods[:last] {
+		if err := l.createPod(ctx, p); err != nil {
+			return err
+		}
+	}
+	// Give a faulty controller time to release the short gang, then look.
+	time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+	if err := l.checkHeld(ctx, g); err != nil {
+		return err
+	}
+	g.lastSent.Store(true)
+	return l.createPod(ctx, g.pods[last])
+}
+
+// checkHeld reads the gang's pods and marks it short if any lost
+// Muster's gate while the gang still lacked a pod.
+func (l *load) checkHeld(ctx context.Context, g *gang) error {
+	selector := labels.SelectorFromSet(labels.Set{scheduling.PodGroupLabel: g.name}).String()
+	return l.retry(ctx, "reading the pods of "+g.name, func(ctx context.Context) error {
+		list, err := l.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		l.checks.Add(1)
+		for i := range list.Items {
+			if !hasGate(&list.Items[i]) {
+				g.short.Store(true)
+			}
+		}
+		return nil
+	})
+}
+
+func (l *load) createPod(ctx context.Context, p *corev1.Pod) error {
+	err := l.retry(ctx, "creating pod "+p.Name, func(ctx context.Context) error {
+		_, err := l.kube.CoreV1().Pods(l.ns).Create(ctx, p, metav1.CreateOptions{})
+		return ignoreExists(err)
+	})
+	if err == nil {
+		l.created.Add(1)
+	}
+	return err
+}
+
+// waitForRoom blocks until n more pods keep the unfinished ones within
+// maxActive.
+func (l *load) waitForRoom(ctx context.Context, n int) error {
+	for l.created.Load()-l.finished.Load()+int64(n) > maxActive {
+		select {
+		case <-l.wake:
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// observe is the pod informer's handler: it counts finished pods, deletes
+// the pods marked for it once they run, and marks a gang short when one of
+// its pods is seen without the gate before its last pod was sent.
+func (l *load) observe(ctx context.Context, p *corev1.Pod) {
+	g := l.byName[p.Labels[scheduling.PodGroupLabel]]
+	if g == nil {
+		return
+	}
+	if !hasGate(p) && !g.lastSent.Load() {
+		g.short.Store(true)
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if _, seen := l.seenFinish.LoadOrStore(p.Name, struct{}{}); !seen {
+			l.finished.Add(1)
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if p.Annotations[deleteAnnotation] != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		if _, seen := l.seenDelete.LoadOrStore(p.Name, struct{}{}); !seen {
+			go l.deleteRunning(ctx, p.Name)
+		}
+	}
+}
+
+// deleteRunning deletes a running pod, as a user or a framework would.
+func (l *load) deleteRunning(ctx context.Context, name string) {
+	err := l.retry(ctx, "deleting pod "+name, func(ctx context.Context) error {
+		err := l.kube.CoreV1().Pods(l.ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err == nil {
+		l.deletes.Add(1)
+	}
+}
+
+// retry calls fn until it succeeds or ctx ends, backing off from 100ms to
+// 1s: during the chaos any call may meet a server that is down. Only a
+// request refused as invalid ends it at once.
+func (l *load) retry(ctx context.Context, what string, fn func(context.Context) error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := fn(callCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+		}
+		// A request the server refuses as such is a defect, not chaos.
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		l.retries.Add(1)
+		klog.V(2).InfoS("Retrying", "what", what, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// hasGate reports whether a pod still carries Muster's admission gate.
+func hasGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == scheduling.AdmissionGate {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,46 @@
+package chaos
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// report is what a run prints: the counts and the timings.
+type report struct {
+	pods, gangs                         int
+	succeeded, failed                   int
+	deletes, retries, checks            int64
+	created, finished, converged, total time.Duration
+	killer                              *leaderKiller
+	restarts                            []restart
+}
+
+func (r report) log(t *testing.T) {
+	t.Logf("pods %d in %d gangs: succeeded %d, failed %d (of which deleted while running %d)", r.pods, r.gangs, r.succeeded, r.failed, r.deletes)
+	t.Logf("held-gang checks %d; requests retried during the chaos %d", r.checks, r.retries)
+	t.Logf("all created after %s, all finished after %s (%.0f pods/s), counts exact after %s, run %s",
+		r.created.Round(time.Second), r.finished.Round(time.Second), float64(r.pods)/r.finished.Seconds(),
+		r.converged.Round(time.Second), r.total.Round(time.Second))
+	k := r.killer
+	k.mu.Lock()
+	failovers := slices.Clone(k.failovers)
+	kills, errs := k.kills, len(k.errors)
+	k.mu.Unlock()
+	slices.Sort(failovers)
+	if len(failovers) > 0 {
+		t.Logf("R1: leader killed %d times; next leader after p50 %s, max %s; replica restarts retried %d times",
+			kills, failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond), errs)
+	} else {
+		t.Logf("R1: leader killed %d times", kills)
+	}
+	for _, rs := range r.restarts {
+		if rs.err != nil {
+			t.Logf("R2: %s at %d pods created: %v", rs.component, rs.atPods, rs.err)
+			continue
+		}
+		t.Logf("R2: %s restarted at %d pods created: ready %s after start; both APIs answered %s after start (%s after the kill)",
+			rs.component, rs.atPods, rs.times.Ready.Sub(rs.times.Started).Round(time.Millisecond),
+			rs.sinceStart().Round(time.Millisecond), rs.downtime().Round(time.Millisecond))
+	}
+}
