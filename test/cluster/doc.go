@@ -5,6 +5,12 @@
 // every process it started (each runs in its own process group, and dies
 // with the harness if the harness is killed).
 //
+// For the chaos suite, Options.MusterReplicas runs several muster-apiservers
+// behind a proxy that stands in for their Service (KillMusterReplica,
+// RestartMusterReplica, MusterLeader), Options.MusterEtcd gives Muster an
+// etcd of its own, and Restart kills etcd, Muster's etcd or kube-apiserver
+// and starts it again on the same ports with the same data.
+//
 // The binaries come from hack/build-tools.sh. There is no
 // kube-controller-manager: the harness itself creates each namespace's
 // "default" ServiceAccount and removes the not-ready taint from fake nodes
