@@ -77,12 +77,13 @@ func TestChaos(t *testing.T) {
 	restartsDone := make(chan []restart, 1)
 	go func() { restartsDone <- p.runRestarts(chaosCtx, l) }()
 
+	go l.logProgress(chaosCtx, t)
 	if err := l.run(ctx); err != nil {
 		stopChaos()
 		t.Fatalf("creating the load: %v", err)
 	}
 	created := time.Since(began)
-	if err := l.waitFinished(ctx, t); err != nil {
+	if err := l.waitFinished(ctx); err != nil {
 		stopChaos()
 		t.Fatalf("waiting for every pod to finish: %v", err)
 	}
@@ -176,16 +177,11 @@ func (l *load) watch(ctx context.Context) func() {
 	return func() { close(stop); factory.Shutdown() }
 }
 
-// waitFinished waits until every pod of the load has ended, logging
-// progress every 15s.
-func (l *load) waitFinished(ctx context.Context, t *testing.T) error {
+// waitFinished waits until every pod of the load has ended.
+func (l *load) waitFinished(ctx context.Context) error {
 	total := int64(l.pods())
-	tick := time.NewTicker(15 * time.Second)
-	defer tick.Stop()
 	for l.finished.Load() < total {
 		select {
-		case <-tick.C:
-			t.Logf("%d of %d pods finished", l.finished.Load(), total)
 		case <-l.wake:
 		case <-time.After(time.Second):
 		case <-ctx.Done():
@@ -193,6 +189,21 @@ func (l *load) waitFinished(ctx context.Context, t *testing.T) error {
 		}
 	}
 	return nil
+}
+
+// logProgress logs how many pods were created and finished every 15s
+// until ctx ends.
+func (l *load) logProgress(ctx context.Context, t *testing.T) {
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			t.Logf("%d of %d pods created, %d finished", l.created.Load(), l.pods(), l.finished.Load())
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // first lists up to 5 items of a failure.

@@ -11,13 +11,9 @@
 package chaos
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/muster-dev/muster/test/cluster"
 )
@@ -52,38 +48,8 @@ func run(m *testing.M) int {
 		MusterReplicas:  2,
 		MusterEtcd:      true,
 	}
-	bin, err := cluster.DefaultBinDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts.BinDir = bin
-	opts.MusterBinary = cluster.DefaultMusterBinary(bin)
-	if missing := opts.MissingBinaries(); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "chaos: missing %s: run `make chaos`, which builds them\n", strings.Join(missing, ", "))
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "muster-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts.WorkDir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	env, err = cluster.Start(ctx, opts)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
-		return 1
-	}
-	code := func() int {
-		defer env.Stop()
+	return cluster.RunSuite("chaos", opts, *keepFlag, func(c *cluster.Cluster) int {
+		env = c
 		return m.Run()
-	}()
-	if code == 0 && !*keepFlag {
-		_ = os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "chaos: cluster work dir and logs kept in %s\n", dir)
-	}
-	return code
+	})
 }

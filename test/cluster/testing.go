@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // StartForTest starts a cluster for a test and stops it when the test ends.
@@ -36,4 +38,46 @@ func StartForTest(t testing.TB, opts Options) *Cluster {
 		_ = os.RemoveAll(c.WorkDir)
 	})
 	return c
+}
+
+// RunSuite starts one cluster with Muster for a package's tests, from
+// TestMain: the binaries come from DefaultBinDir and DefaultMusterBinary,
+// and the work dir is a fresh temporary directory, removed if run returns
+// 0 and keep is false, else kept and named on stderr. It returns the exit
+// code for os.Exit.
+func RunSuite(suite string, opts Options, keep bool, run func(*Cluster) int) int {
+	bin, err := DefaultBinDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts.BinDir = bin
+	opts.MusterBinary = DefaultMusterBinary(bin)
+	if missing := opts.MissingBinaries(); len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "%s: missing %s: run `make %s`, which builds them\n", suite, strings.Join(missing, ", "), suite)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "muster-"+suite+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts.WorkDir = dir
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", suite, err)
+		return 1
+	}
+	code := func() int {
+		defer c.Stop()
+		return run(c)
+	}()
+	if code == 0 && !keep {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: cluster work dir and logs kept in %s\n", suite, dir)
+	}
+	return code
 }

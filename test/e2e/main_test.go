@@ -6,12 +6,8 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -44,42 +40,12 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	opts := cluster.Options{MusterArgs: musterArgs, MusterManifests: cluster.DefaultMusterManifests()}
-	bin, err := cluster.DefaultBinDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts.BinDir = bin
-	opts.MusterBinary = cluster.DefaultMusterBinary(bin)
-	if missing := opts.MissingBinaries(); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "e2e: missing %s: run `make e2e`, which builds them\n", strings.Join(missing, ", "))
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "muster-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts.WorkDir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	env, err = cluster.Start(ctx, opts)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		return 1
-	}
-	code := func() int {
-		defer env.Stop()
+	return cluster.RunSuite("e2e", opts, false, func(c *cluster.Cluster) int {
+		env = c
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = 200, 400 // the crash test creates 200 pods.
 		kube = kubernetes.NewForConfigOrDie(cfg)
 		muster = versioned.NewForConfigOrDie(cfg)
 		return m.Run()
-	}()
-	if code == 0 {
-		_ = os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "e2e: cluster work dir and logs kept in %s\n", dir)
-	}
-	return code
+	})
 }
