@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,7 +139,10 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 			pods = append(pods, p)
 		}
 	}
-	if len(pods) == 0 || c.holdShort(pg, v, pods) {
+	if held := c.holdShort(pg, v, pods); len(held) > 0 {
+		pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return slices.Contains(held, p) })
+	}
+	if len(pods) == 0 {
 		return nil
 	}
 	release := removeGatePatch

@@ -314,19 +314,19 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 		},
 	}, {
 		name: "after a whole-gang restart, replacements are held until minCount of them exist, then released together",
-		objs: objects(admitted(3, counts(0, 3)), newPod("r-0")),
+		objs: objects(admitted(3, counts(0, 3)), newPod("r-0", createdAt(t0))),
 		check: func(t *testing.T, h *harness) {
 			if got := h.podPatches(); len(got) != 0 {
 				t.Errorf("patches = %v, want r-0 held", got)
 			}
 			wantEvents(t, h.events(), fmt.Sprintf(held3, 1))
-			h.addPod(newPod("r-1"))
+			h.addPod(newPod("r-1", createdAt(t0)))
 			h.step(time.Second)
 			if got := h.podPatches(); len(got) != 0 {
 				t.Errorf("patches = %v, want r-0 and r-1 held", got)
 			}
 			wantEvents(t, h.events(), fmt.Sprintf(held3, 2))
-			h.addPod(newPod("r-2"))
+			h.addPod(newPod("r-2", createdAt(t0)))
 			h.step(time.Second)
 			if got := h.podPatches(); len(got) != 3 {
 				t.Errorf("patches = %v, want r-0, r-1 and r-2 released together", got)
@@ -354,6 +354,40 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a release cut short (the leader died between its gate patches) is carried out after the released pods ended, one of them failed",
+		objs: objects(admitted(3), newPod("a", succeeded), newPod("b", failed), newPod("c")),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got["c"]) != 1 {
+				t.Errorf("c patches = %v, want its release: it was admitted with a and b, which ran", got["c"])
+			}
+		},
+	}, {
+		name: "a replacement created after admission does not count the failed pods: it waits for minCount",
+		objs: objects(admitted(3), newPod("a", succeeded), newPod("b", failed), newPod("r", createdAt(t0))),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want r held: with it the group has 2 of 3", got)
+			}
+			wantEvents(t, h.events(), fmt.Sprintf(held3, 2))
+		},
+	}, {
+		name: "pods admitted together, one deleted before it ran, stay held: the gang is short of a pod that never ran",
+		objs: objects(admitted(3), newPod("a"), newPod("b"), newPod("gone", deletedAt(t0.Add(-time.Minute)))),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got["a"])+len(got["b"]) != 0 {
+				t.Errorf("patches = %v, want a and b held", got)
+			}
+		},
+	}, {
+		name: "with a release cut short, a later joiner stays held while the pods admitted together go",
+		objs: objects(admitted(4), newPod("a", succeeded), newPod("b", failed), newPod("d", failed), newPod("c"), newPod("late", createdAt(t0))),
+		check: func(t *testing.T, h *harness) {
+			got := h.podPatches()
+			if len(got["c"]) != 1 || len(got["late"]) != 0 {
+				t.Errorf("patches = %v, want c released and late held", got)
+			}
+		},
+	}, {
 		name: "pods that succeeded count toward the gang: a joiner that arrives as the others succeed is released",
 		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("joiner")),
 		check: func(t *testing.T, h *harness) {
@@ -364,7 +398,7 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 	}, {
 		name: "with capacity admission, replacements of a short group go only once minCount of them are placed",
 		cfg:  capacityMode,
-		objs: append(objects(admitted(3, counts(0, 3)), pods("r", 3, requests("4"))...), newNode("n1", "8")),
+		objs: append(objects(admitted(3, counts(0, 3)), pods("r", 3, requests("4"), createdAt(t0))...), newNode("n1", "8")),
 		check: func(t *testing.T, h *harness) {
 			h.c.admitCycle() // n1 has room for 2 of the 3.
 			h.observe()

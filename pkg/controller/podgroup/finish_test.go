@@ -221,7 +221,8 @@ func TestSyncFinish(t *testing.T) {
 		objs:    objects(admitted(2), newPod("a", failed)),
 		requeue: 30 * time.Second,
 		check: func(t *testing.T, h *harness) {
-			h.addPod(newPod("r-0"))
+			// Replacements are created after the group was admitted.
+			h.addPod(newPod("r-0", createdAt(t0)))
 			h.step(10 * time.Second)
 			h.step(time.Hour)
 			pg := h.group()
@@ -229,7 +230,7 @@ func TestSyncFinish(t *testing.T) {
 			if g := gateNames(h.pod("r-0")); len(g) != 1 {
 				t.Errorf("r-0 gates = %v, want held: with it the group has 1 of 2", g)
 			}
-			h.addPod(newPod("r-1"))
+			h.addPod(newPod("r-1", createdAt(t0)))
 			h.step(time.Second)
 			for _, n := range []string{"r-0", "r-1"} {
 				if g := gateNames(h.pod(n)); g != nil {

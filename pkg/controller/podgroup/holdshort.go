@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -17,55 +19,101 @@ import (
 // pods exist again and, with capacity-aware admission, are placed. Pods
 // that join a complete gang (replacements, scale-up beyond minCount) still
 // go at once. Succeeded pods count, so that a pod that joins as the others
-// end is released rather than stranded. It reports whether to hold, and
-// tells each held pod once why.
-func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev1.Pod) bool {
+// end is released rather than stranded.
+//
+// A release that was cut short (the leader died between the gate patches
+// of one decision) is carried out in full: the pods the group had when it
+// was admitted, created no later than status.admissionTime, were released
+// by that decision, so for them the pods that ran and failed count too.
+// Else a gang whose released part ended, one pod failing, before the next
+// leader took over would keep its last pods gated for ever.
+//
+// It returns the pods among ready that it holds, and tells each of them
+// once why.
+func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev1.Pod) []*corev1.Pod {
 	key := groupKey(pg.Namespace, pg.Name)
-	readyNow := sets.New[types.UID]()
-	for _, p := range ready {
-		readyNow.Insert(p.UID)
-	}
-	// Every active pod counts but those that stay gated after this release,
-	// and so does every place reserved for a pod of a createdLater role:
-	// admission placed the gang with them, so a driver's workers that
-	// arrive one by one each go at once (reservations.go). With count
-	// admission nothing is reserved, and such pods are not waited for.
-	have := v.active + c.succeededSoFar(key, pg, v) + reservedPlaces(pg)
-	if c.capacity == nil {
-		have += sumCounts(laterMissing(pg, v))
-	}
-	for _, p := range activeGated(v) {
-		if !readyNow.Has(p.UID) && !c.ungated.pending(key, p.UID) {
-			have--
-		}
-	}
 	need := minCount(pg)
+	have := c.gangHas(key, pg, v, ready)
 	if have >= need {
-		return false
+		return nil
 	}
-	for _, p := range activeGated(v) {
+	held, waiting := ready, activeGated(v)
+	if decided := admittedWith(pg, ready); len(decided) > 0 &&
+		c.gangHas(key, pg, v, decided)+c.finishedSoFar(key, pg, v, resultFailed) >= need {
+		held = slices.DeleteFunc(slices.Clone(ready), func(p *corev1.Pod) bool { return slices.Contains(decided, p) })
+		waiting = held
+	}
+	for _, p := range waiting {
 		c.warnOnce(p.UID, reasonWaitingForGang, func() {
 			c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForGang,
 				"PodGroup %s has %d of the %d pods a release needs (succeeded, running, or gated and ready to go); this pod stays gated until enough pods exist to be released together",
 				pg.Name, have, need)
 		})
 	}
-	return true
+	return held
 }
 
-// succeededSoFar is how many pods of the group have succeeded: those
-// counted, those recorded and not counted yet, and those this sync saw
-// finish but has not recorded (batching). A pod whose finalizer removal
-// the cache does not show yet may be counted already, so it is skipped.
-func (c *Controller) succeededSoFar(key string, pg *v1alpha1.PodGroup, v *podView) int32 {
-	n := pg.Status.Succeeded
-	recorded := sets.New[types.UID]()
-	if u := pg.Status.UncountedTerminatedPods; u != nil {
-		recorded.Insert(u.Succeeded...)
-		n += int32(len(u.Succeeded))
+// gangHas is how many pods the group has if going are released now: every
+// active pod but those that stay gated after this release, every pod that
+// succeeded, and every place reserved for a pod of a createdLater role:
+// admission placed the gang with them, so a driver's workers that arrive
+// one by one each go at once (reservations.go). With count admission
+// nothing is reserved, and such pods are not waited for.
+func (c *Controller) gangHas(key string, pg *v1alpha1.PodGroup, v *podView, going []*corev1.Pod) int32 {
+	goingNow := sets.New[types.UID]()
+	for _, p := range going {
+		goingNow.Insert(p.UID)
 	}
+	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg)
+	if c.capacity == nil {
+		have += sumCounts(laterMissing(pg, v))
+	}
+	for _, p := range activeGated(v) {
+		if !goingNow.Has(p.UID) && !c.ungated.pending(key, p.UID) {
+			have--
+		}
+	}
+	return have
+}
+
+// admittedWith are the pods among ready that the group had when it was
+// admitted: created no later than status.admissionTime (both to the
+// second, so a pod created in the second of admission counts).
+func admittedWith(pg *v1alpha1.PodGroup, ready []*corev1.Pod) []*corev1.Pod {
+	at := pg.Status.AdmissionTime
+	if at == nil {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, p := range ready {
+		if !p.CreationTimestamp.After(at.Time) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// finishedSoFar is how many pods of the group have ended with result:
+// those counted, those recorded and not counted yet, and those this sync
+// saw finish but has not recorded (batching). A pod whose finalizer removal
+// the cache does not show yet may be counted already, so it is skipped.
+func (c *Controller) finishedSoFar(key string, pg *v1alpha1.PodGroup, v *podView, result podResult) int32 {
+	n := pg.Status.Succeeded
+	var uncounted []types.UID
+	if u := pg.Status.UncountedTerminatedPods; u != nil {
+		uncounted = u.Succeeded
+	}
+	if result == resultFailed {
+		n = pg.Status.Failed
+		uncounted = nil
+		if u := pg.Status.UncountedTerminatedPods; u != nil {
+			uncounted = u.Failed
+		}
+	}
+	recorded := sets.New(uncounted...)
+	n += int32(len(uncounted))
 	for uid, r := range v.finished {
-		if r == resultSucceeded && !recorded.Has(uid) && !c.expectations.pending(key, uid) {
+		if r == result && !recorded.Has(uid) && !c.expectations.pending(key, uid) {
 			n++
 		}
 	}
