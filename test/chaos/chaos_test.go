@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 )
 
@@ -85,6 +87,7 @@ func TestChaos(t *testing.T) {
 	created := time.Since(began)
 	if err := l.waitFinished(ctx); err != nil {
 		stopChaos()
+		l.diagnose(context.Background(), t)
 		t.Fatalf("waiting for every pod to finish: %v", err)
 	}
 	finished := time.Since(began)
@@ -97,28 +100,29 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("reading the outcome: %v", err)
 	}
 	converged := time.Since(began)
+	r := report{
+		pods: l.pods(), gangs: len(l.gangs), succeeded: o.succeeded, failed: o.failed,
+		deletes: l.deletes.Load(), retries: l.retries.Load(), checks: l.checks.Load(),
+		created: created, finished: finished, converged: converged,
+		killer: killer, restarts: restarts,
+	}
+	r.log(t)
 	var short []string
 	for _, g := range l.gangs {
 		if g.short.Load() {
 			short = append(short, g.name)
 		}
 	}
+	deleting := time.Now()
 	stuck, err := l.deleteAll(ctx, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("deleting the pods: %v", err)
 	}
+	t.Logf("deleted every pod: %d left after %s", len(stuck), time.Since(deleting).Round(time.Second))
 	badAfterDelete, err := l.mismatches(ctx, o.byGroup)
 	if err != nil {
 		t.Fatalf("reading the groups after their pods were deleted: %v", err)
 	}
-
-	r := report{
-		pods: l.pods(), gangs: len(l.gangs), succeeded: o.succeeded, failed: o.failed,
-		deletes: l.deletes.Load(), retries: l.retries.Load(), checks: l.checks.Load(),
-		created: created, finished: finished, converged: converged, total: time.Since(began),
-		killer: killer, restarts: restarts,
-	}
-	r.log(t)
 
 	if len(short) > 0 {
 		t.Errorf("%d gangs were released before all their pods existed: %s", len(short), first(short))
@@ -177,10 +181,19 @@ func (l *load) watch(ctx context.Context) func() {
 	return func() { close(stop); factory.Shutdown() }
 }
 
-// waitFinished waits until every pod of the load has ended.
+// waitFinished waits until every pod of the load has ended, and gives up
+// when none has ended for stallAfter.
 func (l *load) waitFinished(ctx context.Context) error {
+	const stallAfter = 3 * time.Minute
 	total := int64(l.pods())
+	last, progress := l.finished.Load(), time.Now()
 	for l.finished.Load() < total {
+		if n := l.finished.Load(); n != last {
+			last, progress = n, time.Now()
+		}
+		if time.Since(progress) > stallAfter {
+			return fmt.Errorf("no pod finished for %s: %d of %d pods finished", stallAfter, last, total)
+		}
 		select {
 		case <-l.wake:
 		case <-time.After(time.Second):
@@ -189,6 +202,41 @@ func (l *load) waitFinished(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// diagnose logs the groups that still have unfinished pods: their pods'
+// state and the group's status, so that a failed run says why.
+func (l *load) diagnose(ctx context.Context, t *testing.T) {
+	list, err := clients.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("diagnose: listing pods: %v", err)
+		return
+	}
+	stuck := map[string][]string{}
+	var order []string
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		g := p.Labels[scheduling.PodGroupLabel]
+		if _, ok := stuck[g]; !ok {
+			order = append(order, g)
+		}
+		stuck[g] = append(stuck[g], fmt.Sprintf("%s %s gated=%v node=%q created=%s", p.Name, p.Status.Phase, hasGate(&p), p.Spec.NodeName, p.CreationTimestamp.Format(time.RFC3339)))
+	}
+	for i, g := range order {
+		if i == 10 {
+			t.Logf("diagnose: and %d more groups", len(order)-i)
+			break
+		}
+		pg, err := clients.muster.SchedulingV1alpha1().PodGroups(l.ns).Get(ctx, g, metav1.GetOptions{})
+		if err != nil {
+			t.Logf("diagnose: group %s: %v; unfinished pods %v", g, err, stuck[g])
+			continue
+		}
+		status, _ := json.Marshal(pg.Status)
+		t.Logf("diagnose: group %s: unfinished pods %v; status %s", g, stuck[g], status)
+	}
 }
 
 // logProgress logs how many pods were created and finished every 15s

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -113,8 +115,33 @@ func (l *load) converge(ctx context.Context, timeout time.Duration) (outcome, []
 // left, which are stuck Terminating.
 func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, error) {
 	pods := clients.kube.CoreV1().Pods(l.ns)
-	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return nil, fmt.Errorf("deleting the pods: %w", err)
+	// A gang at a time, 8 at once: kube-apiserver deletes a collection with
+	// one worker, and 10,000 pods in one request outlast its timeout.
+	work := make(chan *gang)
+	errs := make(chan error, len(l.gangs))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range work {
+				selector := labels.SelectorFromSet(labels.Set{scheduling.PodGroupLabel: g.name}).String()
+				errs <- l.retry(ctx, "deleting the pods of "+g.name, func(ctx context.Context) error {
+					return pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
+				})
+			}
+		}()
+	}
+	for _, g := range l.gangs {
+		work <- g
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	release := []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + holdFinalizer + `"]}}`)
 	for _, g := range l.gangs {

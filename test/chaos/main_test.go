@@ -34,6 +34,7 @@ var musterArgs = []string{
 	"--leader-elect-renew-deadline=3s",
 	"--leader-elect-retry-period=1s",
 	"--release-grace=5s",
+	"-v=2",
 }
 
 func TestMain(m *testing.M) {
