@@ -123,20 +123,6 @@ func TestPodIndex(t *testing.T) {
 	}
 }
 
-func TestTransformPodDropsManagedFields(t *testing.T) {
-	p := newPod("p", func(p *corev1.Pod) { p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}} })
-	out, err := TransformPod(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := out.(*corev1.Pod); got.ManagedFields != nil || got.Name != "p" {
-		t.Errorf("transformed pod = %+v, want it without managedFields", got.ObjectMeta)
-	}
-	if _, err := TransformPod(&corev1.Namespace{}); err != nil {
-		t.Errorf("TransformPod of a non-pod: %v", err)
-	}
-}
-
 func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
 	var o metav1.ListOptions
 	PodListOptions(&o)

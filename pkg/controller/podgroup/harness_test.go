@@ -79,7 +79,8 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 	h.kube.PrependReactor("*", "*", h.logCall)
 	h.muster.PrependReactor("*", "*", h.logCall)
 
-	kubeFactory := kubeinformers.NewSharedInformerFactory(h.kube, 0)
+	// The pods the controller sees are trimmed as in production.
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(h.kube, 0, kubeinformers.WithTransform(TransformPod))
 	musterFactory := musterinformers.NewSharedInformerFactory(h.muster, 0)
 	podInformer := kubeFactory.Core().V1().Pods()
 	nsInformer := kubeFactory.Core().V1().Namespaces()

@@ -20,15 +20,6 @@ func PodListOptions(o *metav1.ListOptions) {
 	o.LabelSelector = scheduling.PodGroupLabel
 }
 
-// TransformPod drops what the controller never reads before the pod enters
-// the cache, as KEP-976 asks, to bound memory on big clusters.
-func TransformPod(obj interface{}) (interface{}, error) {
-	if p, ok := obj.(*corev1.Pod); ok {
-		p.ManagedFields = nil
-	}
-	return obj, nil
-}
-
 // addPodIndexer installs GroupIndex on the pod informer; New calls it, so
 // that a controller never runs over an informer without its index.
 func addPodIndexer(informer cache.SharedIndexInformer) error {

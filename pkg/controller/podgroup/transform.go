@@ -1,0 +1,119 @@
+package podgroup
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// musterPrefix is the prefix of every label and annotation Muster reads.
+const musterPrefix = scheduling.GroupName + "/"
+
+// TransformPod is the pod informer's transform: it keeps only what the
+// controller and capacity-aware admission read, so that a user who can
+// create pods cannot make Muster's cache hold their environment, commands,
+// volumes, container statuses or unrelated labels and annotations. It
+// builds a new pod rather than deleting known-big fields, so that a field
+// a new Kubernetes release adds is dropped too. What is kept, and who reads
+// it:
+//
+//   - identity (name, namespace, UID, resourceVersion, creation and
+//     deletion times): the index, events, and the UID and resourceVersion
+//     tests of every patch;
+//   - labels and annotations under scheduling.muster.dev/: the group and
+//     role labels, and the min-count, roles and roles-template annotations;
+//   - finalizers and schedulingGates, whole: the patches address them by
+//     position;
+//   - nodeName, nodeSelector, affinity (whole, since the pin patch may
+//     replace it), tolerations, containers' and init containers' names,
+//     resources and restart policy, overhead and pod-level resources:
+//     placement, through component-helpers' PodRequests and node affinity;
+//   - phase, conditions, and the resources and allocated resources in the
+//     pod's and its containers' statuses: readiness, the scheduler's
+//     Unschedulable, and the requests of a pod resized in place.
+//
+// It is idempotent, and a tombstone never reaches it (client-go transforms
+// only objects, not DeletedFinalStateUnknown).
+func TransformPod(obj interface{}) (interface{}, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       p.Name,
+			Namespace:                  p.Namespace,
+			UID:                        p.UID,
+			ResourceVersion:            p.ResourceVersion,
+			Generation:                 p.Generation,
+			CreationTimestamp:          p.CreationTimestamp,
+			DeletionTimestamp:          p.DeletionTimestamp,
+			DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
+			Labels:                     musterKeys(p.Labels),
+			Annotations:                musterKeys(p.Annotations),
+			Finalizers:                 p.Finalizers,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:        p.Spec.NodeName,
+			SchedulingGates: p.Spec.SchedulingGates,
+			NodeSelector:    p.Spec.NodeSelector,
+			Affinity:        p.Spec.Affinity,
+			Tolerations:     p.Spec.Tolerations,
+			Containers:      trimContainers(p.Spec.Containers),
+			InitContainers:  trimContainers(p.Spec.InitContainers),
+			Overhead:        p.Spec.Overhead,
+			Resources:       p.Spec.Resources,
+		},
+		Status: corev1.PodStatus{
+			Phase:                 p.Status.Phase,
+			Conditions:            p.Status.Conditions,
+			Resources:             p.Status.Resources,
+			AllocatedResources:    p.Status.AllocatedResources,
+			ContainerStatuses:     trimContainerStatuses(p.Status.ContainerStatuses),
+			InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
+		},
+	}, nil
+}
+
+// musterKeys keeps the entries of a label or annotation map whose key is
+// under scheduling.muster.dev/.
+func musterKeys(m map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range m {
+		if strings.HasPrefix(k, musterPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// trimContainers keeps what a container's requests are computed from.
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+// trimContainerStatuses keeps what a resized container's requests are
+// computed from.
+func trimContainerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.ContainerStatus{Name: c.Name, Resources: c.Resources, AllocatedResources: c.AllocatedResources}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package podgroup
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// bigPod is a Spark-executor-like pod of a gang: what Muster reads, and a
+// lot it does not (environment, command, volumes, unrelated metadata,
+// container states, managed fields).
+func bigPod() *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	grace := int64(30)
+	p := newPod("exec-1", running, onNode("n1"),
+		annotated(scheduling.MinCountAnnotation, "4", scheduling.RolesAnnotation, "2"),
+		func(p *corev1.Pod) {
+			p.Labels[scheduling.RoleLabel] = "executor"
+			p.Labels["spark-app-selector"] = "spark-0123456789"
+			p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = strings.Repeat("x", 8192)
+			for i := range 20 {
+				p.Annotations[fmt.Sprintf("example.com/note-%d", i)] = strings.Repeat("y", 512)
+			}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "driver", UID: "uid-driver"}}
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+			p.Generation = 3
+			p.DeletionGracePeriodSeconds = &grace
+			c := &p.Spec.Containers[0]
+			c.Command = []string{"/opt/spark/bin/spark-class", "org.apache.spark.executor.CoarseGrainedExecutorBackend"}
+			for i := range 100 {
+				c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("SPARK_ENV_%d", i), Value: strings.Repeat("v", 64)})
+			}
+			c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+			}}
+			p.Spec.InitContainers = []corev1.Container{
+				{Name: "fetch", Image: "busybox", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}},
+				{Name: "sidecar", Image: "envoy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}},
+			}
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+			p.Spec.NodeSelector = map[string]string{"pool": "spark"}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "spark", Effect: corev1.TaintEffectNoSchedule}}
+			p.Spec.Affinity = &corev1.Affinity{
+				NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+						{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}},
+					}}},
+				}},
+				PodAntiAffinity: &corev1.PodAntiAffinity{},
+			}
+			for i := range 10 {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: fmt.Sprintf("vol-%d", i), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			}
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+				Name: "c", Image: "spark:3.5", ImageID: strings.Repeat("sha256:", 10), ContainerID: "containerd://abc",
+				State:              corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+			}}
+			p.Status.HostIP, p.Status.PodIP = "10.0.0.1", "10.244.0.5"
+		})
+	return p
+}
+
+func trimmed(t testing.TB, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	out, err := TransformPod(p.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*corev1.Pod)
+}
+
+// TestTransformPodKeepsWhatMusterReads checks, field by field, that the
+// pod cache keeps exactly what the controller and placement read, and
+// drops the rest.
+func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
+	in := bigPod()
+	out := trimmed(t, in)
+	kept := []struct {
+		field string
+		get   func(*corev1.Pod) any
+	}{
+		{"name, namespace, UID, resourceVersion", func(p *corev1.Pod) any { return []any{p.Name, p.Namespace, p.UID, p.ResourceVersion} }},
+		{"creation and deletion", func(p *corev1.Pod) any {
+			return []any{p.CreationTimestamp, p.DeletionTimestamp, p.DeletionGracePeriodSeconds, p.Generation}
+		}},
+		{"finalizers", func(p *corev1.Pod) any { return p.Finalizers }},
+		{"group, role and managed labels", func(p *corev1.Pod) any {
+			return []string{p.Labels[scheduling.PodGroupLabel], p.Labels[scheduling.RoleLabel], p.Labels[scheduling.ManagedLabel]}
+		}},
+		{"Muster's annotations", func(p *corev1.Pod) any {
+			return []string{p.Annotations[scheduling.MinCountAnnotation], p.Annotations[scheduling.RolesAnnotation]}
+		}},
+		{"schedulingGates", func(p *corev1.Pod) any { return p.Spec.SchedulingGates }},
+		{"nodeName", func(p *corev1.Pod) any { return p.Spec.NodeName }},
+		{"node selection", func(p *corev1.Pod) any { return []any{p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations} }},
+		{"phase and conditions", func(p *corev1.Pod) any { return []any{p.Status.Phase, p.Status.Conditions} }},
+		{"effective requests", func(p *corev1.Pod) any { return capacity.PodRequests(p) }},
+		{"required node affinity", func(p *corev1.Pod) any {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a", "pool": "spark"}}}
+			match, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(node)
+			return []any{match, err}
+		}},
+		{"pinned node and unschedulable", func(p *corev1.Pod) any {
+			since, msg, ok := capacity.Unschedulable(p)
+			return []any{capacity.PinnedNode(p), since, msg, ok}
+		}},
+	}
+	for _, k := range kept {
+		t.Run("keeps "+k.field, func(t *testing.T) {
+			if got, want := k.get(out), k.get(in); !reflect.DeepEqual(got, want) {
+				t.Errorf("after the transform %s = %v, want %v", k.field, got, want)
+			}
+		})
+	}
+
+	dropped := []struct {
+		field string
+		gone  func(*corev1.Pod) bool
+	}{
+		{"managedFields", func(p *corev1.Pod) bool { return p.ManagedFields == nil }},
+		{"ownerReferences", func(p *corev1.Pod) bool { return p.OwnerReferences == nil }},
+		{"other labels", func(p *corev1.Pod) bool { _, ok := p.Labels["spark-app-selector"]; return !ok }},
+		{"other annotations", func(p *corev1.Pod) bool { return len(p.Annotations) == 2 }},
+		{"env and command", func(p *corev1.Pod) bool { return p.Spec.Containers[0].Env == nil && p.Spec.Containers[0].Command == nil }},
+		{"images", func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == "" && p.Spec.InitContainers[0].Image == "" }},
+		{"volumes", func(p *corev1.Pod) bool { return p.Spec.Volumes == nil }},
+		{"container states", func(p *corev1.Pod) bool {
+			s := p.Status.ContainerStatuses[0]
+			return s.State.Running == nil && s.Image == "" && s.ContainerID == ""
+		}},
+		{"addresses", func(p *corev1.Pod) bool { return p.Status.PodIP == "" && p.Status.HostIP == "" }},
+	}
+	for _, d := range dropped {
+		t.Run("drops "+d.field, func(t *testing.T) {
+			if !d.gone(out) {
+				t.Errorf("%s kept", d.field)
+			}
+		})
+	}
+
+	t.Run("is idempotent", func(t *testing.T) {
+		if again := trimmed(t, out); !reflect.DeepEqual(again, out) {
+			t.Errorf("a second transform changed the pod:\n%+v\n%+v", again, out)
+		}
+	})
+	t.Run("leaves other objects alone", func(t *testing.T) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: map[string]string{"a": "b"}}}
+		if got, err := TransformPod(ns); err != nil || got != ns {
+			t.Errorf("TransformPod(namespace) = %v, %v; want it unchanged", got, err)
+		}
+	})
+	t.Run("is a tenth of the size or less", func(t *testing.T) {
+		before, after := jsonSize(t, in), jsonSize(t, out)
+		if after*10 > before {
+			t.Errorf("kept %d of %d bytes, want at most a tenth", after, before)
+		}
+	})
+}
+
+// TestTransformPodKeepsRequestsOfEveryShape checks that the effective
+// requests, as placement computes them, are the same before and after the
+// transform for each way a pod can state them.
+func TestTransformPodKeepsRequestsOfEveryShape(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	cpu := func(v string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)} }
+	cases := []struct {
+		name string
+		mod  podMod
+	}{
+		{"containers", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = cpu("2") }},
+		{"an init container larger than the containers", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: cpu("4")}}}
+		}},
+		{"a restartable sidecar", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "s", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: cpu("1")}}}
+		}},
+		{"overhead", func(p *corev1.Pod) { p.Spec.Overhead = cpu("250m") }},
+		{"pod-level resources", func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Requests: cpu("6")} }},
+		{"a bound pod resized in place", func(p *corev1.Pod) {
+			p.Spec.NodeName = "n1"
+			p.Spec.Containers[0].Resources.Requests = cpu("1")
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", AllocatedResources: cpu("3"),
+				Resources: &corev1.ResourceRequirements{Requests: cpu("2")}}}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := newPod("p", tc.mod)
+			if got, want := capacity.PodRequests(trimmed(t, in)), capacity.PodRequests(in); !reflect.DeepEqual(got, want) {
+				t.Errorf("requests after the transform = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func jsonSize(t testing.TB, p *corev1.Pod) int {
+	t.Helper()
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(data)
+}
+
+// BenchmarkTransformPod reports the bytes (as JSON) of a Spark-executor-like
+// pod before and after the transform, and what the transform costs.
+func BenchmarkTransformPod(b *testing.B) {
+	in := bigPod()
+	out := trimmed(b, in)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := TransformPod(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(jsonSize(b, in)), "bytes-before/pod")
+	b.ReportMetric(float64(jsonSize(b, out)), "bytes-kept/pod")
+}
