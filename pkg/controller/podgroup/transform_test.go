@@ -133,8 +133,12 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 		{"ownerReferences", func(p *corev1.Pod) bool { return p.OwnerReferences == nil }},
 		{"other labels", func(p *corev1.Pod) bool { _, ok := p.Labels["spark-app-selector"]; return !ok }},
 		{"other annotations", func(p *corev1.Pod) bool { return len(p.Annotations) == 2 }},
-		{"env and command", func(p *corev1.Pod) bool { return p.Spec.Containers[0].Env == nil && p.Spec.Containers[0].Command == nil }},
-		{"images", func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == "" && p.Spec.InitContainers[0].Image == "" }},
+		{"env and command", func(p *corev1.Pod) bool {
+			return p.Spec.Containers[0].Env == nil && p.Spec.Containers[0].Command == nil
+		}},
+		{"images", func(p *corev1.Pod) bool {
+			return p.Spec.Containers[0].Image == "" && p.Spec.InitContainers[0].Image == ""
+		}},
 		{"volumes", func(p *corev1.Pod) bool { return p.Spec.Volumes == nil }},
 		{"container states", func(p *corev1.Pod) bool {
 			s := p.Status.ContainerStatuses[0]
@@ -174,7 +178,9 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 // transform for each way a pod can state them.
 func TestTransformPodKeepsRequestsOfEveryShape(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
-	cpu := func(v string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)} }
+	cpu := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
 	cases := []struct {
 		name string
 		mod  podMod
