@@ -39,8 +39,12 @@ func (r report) log(t *testing.T) {
 			t.Logf("R2: %s at %d pods created: %v", rs.component, rs.atPods, rs.err)
 			continue
 		}
-		t.Logf("R2: %s restarted at %d pods created: ready %s after start; both APIs answered %s after start (%s after the kill)",
+		kwok := ""
+		if rs.kwok {
+			kwok = "; kwok restarted after it"
+		}
+		t.Logf("R2: %s restarted at %d pods created: ready %s after start; both APIs answered %s after start (%s after the kill)%s",
 			rs.component, rs.atPods, rs.times.Ready.Sub(rs.times.Started).Round(time.Millisecond),
-			rs.sinceStart().Round(time.Millisecond), rs.downtime().Round(time.Millisecond))
+			rs.sinceStart().Round(time.Millisecond), rs.downtime().Round(time.Millisecond), kwok)
 	}
 }

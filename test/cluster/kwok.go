@@ -81,10 +81,10 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0])
 		return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return c.httpsOK(ctx, url) })
 	}
-	p, _, err := launch(ctx, 1, start, ready)
+	p, ports, err := launch(ctx, 1, start, ready)
 	if err != nil {
 		return fmt.Errorf("starting kwok: %w", err)
 	}
-	c.track(p)
+	c.register(KwokComponent, p, ports, start, ready)
 	return nil
 }

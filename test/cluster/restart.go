@@ -12,6 +12,11 @@ const (
 	EtcdComponent          = "etcd"
 	MusterEtcdComponent    = "muster-etcd"
 	KubeAPIServerComponent = "kube-apiserver"
+	// KwokComponent is the fake kubelets. kwok v0.8.0 drops a stage whose
+	// status patch failed, where a kubelet would retry it, so after the
+	// control plane restarts a pod can stay where that patch left it until
+	// kwok is restarted and lists the pods again.
+	KwokComponent = "kwok"
 )
 
 // component is a process the harness can kill and start again on the same
@@ -41,8 +46,8 @@ func (c *Cluster) register(name string, p *process, ports []int, start func([]in
 	c.components[name] = &component{ports: ports, start: start, ready: ready, proc: p}
 }
 
-// Restart kills a component (EtcdComponent, MusterEtcdComponent or
-// KubeAPIServerComponent) with SIGKILL, as a crash would, starts it again
+// Restart kills a component (EtcdComponent, MusterEtcdComponent,
+// KubeAPIServerComponent or KwokComponent) with SIGKILL, as a crash would, starts it again
 // on its old ports with its old data, and waits until it is ready.
 func (c *Cluster) Restart(ctx context.Context, name string) (RestartTimes, error) {
 	var times RestartTimes
