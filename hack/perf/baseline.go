@@ -42,6 +42,7 @@ func (d *driver) measureBaseline(ctx context.Context) (*baseline, error) {
 		return nil, err
 	}
 	b := &baseline{pods: n, createRate: rate(n, took)}
+	d.cpu.mark("raw: create")
 
 	logf("baseline: removing %d gates", n)
 	start := time.Now()
@@ -51,6 +52,7 @@ func (d *driver) measureBaseline(ctx context.Context) (*baseline, error) {
 		return nil, err
 	}
 	b.ungateRate = rate(n, took)
+	d.cpu.mark("raw: remove gates")
 	if err := d.waitPods(ctx, "finished (baseline)", uids, 10*time.Minute, isFinished); err != nil {
 		return nil, err
 	}
@@ -62,6 +64,7 @@ func (d *driver) measureBaseline(ctx context.Context) (*baseline, error) {
 	_, lastRunning := span(running)
 	b.runningSpan = lastRunning.Sub(start)
 
+	d.cpu.mark("raw: pods bind, run, finish")
 	logf("baseline: removing %d finalizers", n)
 	if took, err = d.patchAll(ctx, rawNamespace, pods, uids, func(i int) []jsonpatch.Op {
 		return jsonpatch.RemoveItem(uids[i], "/metadata/finalizers", 0, "", holdFinalizer)
@@ -69,8 +72,11 @@ func (d *driver) measureBaseline(ctx context.Context) (*baseline, error) {
 		return nil, err
 	}
 	b.finalizerRate, b.finalizerTime = rate(n, took), took
+	d.cpu.mark("raw: remove finalizers")
 	logf("baseline: create %.0f/s, remove a gate %.0f/s, remove a finalizer %.0f/s", b.createRate, b.ungateRate, b.finalizerRate)
-	return b, d.deleteAll(ctx, rawNamespace)
+	err = d.deleteAll(ctx, rawNamespace)
+	d.cpu.mark("raw: delete pods")
+	return b, err
 }
 
 // patchAll sends one JSON patch to each pod and returns how long all took.

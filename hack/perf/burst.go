@@ -44,6 +44,7 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 	// as many pods, and a margin.
 	createEstimate := time.Duration(float64(n) / b.createRate * float64(time.Second))
 	finishAt := time.Now().Add(2*(createEstimate+b.runningSpan) + 15*time.Second).Truncate(time.Second)
+	d.cpu.mark("burst: create groups")
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
 		pods[i] = newPod(burstNS, fmt.Sprintf("%s-%d", gangName(i/g), i%g), gangName(i/g), finishAt.UTC().Format(time.RFC3339))
@@ -54,6 +55,7 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 		return nil, nil, err
 	}
 	r := &burst{pods: n, createRate: rate(n, took)}
+	d.cpu.mark("burst: create labelled pods")
 
 	logf("burst: lifting %d group gates", gangs)
 	start := time.Now()
@@ -77,7 +79,15 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 	}
 	_, lastUngated := span(ungated)
 	r.ungateRate = rate(n, lastUngated.Sub(start))
+	d.cpu.mark("burst: release")
 
+	// Up to the instant every pod finishes, the pods bind and run.
+	select {
+	case <-time.After(time.Until(finishAt)):
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	d.cpu.mark("burst: pods bind and run")
 	if err := d.waitPods(ctx, "accounted (burst)", uids, 15*time.Minute, isAccounted); err != nil {
 		return nil, nil, err
 	}
@@ -94,13 +104,16 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 	r.accountTime = lastFreed.Sub(firstFinished)
 	r.finishSpan = lastFinished.Sub(firstFinished)
 	r.accountRate = rate(n, r.accountTime)
+	d.cpu.mark("burst: pods finish, accounting")
 	logf("burst: create %.0f/s, release %.0f/s, account %.0f/s", r.createRate, r.ungateRate, r.accountRate)
 	groups := groupPods{}
 	for i, uid := range uids {
 		key := burstNS + "/" + gangName(i/g)
 		groups[key] = append(groups[key], uid)
 	}
-	return r, groups, d.deleteAll(ctx, burstNS)
+	err = d.deleteAll(ctx, burstNS)
+	d.cpu.mark("burst: delete pods")
+	return r, groups, err
 }
 
 // gangName names gang i.

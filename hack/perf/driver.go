@@ -41,6 +41,7 @@ type driver struct {
 	kube   kubernetes.Interface
 	muster versioned.Interface
 	rec    *recorder
+	cpu    *cpuMeter
 	stopCh chan struct{}
 	// retries counts creates retried after a server-side failure.
 	retries atomic.Int64
@@ -84,6 +85,7 @@ func newDriver(ctx context.Context, c *cluster.Cluster, cfg config) (*driver, er
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
 		return nil, fmt.Errorf("pod informer did not sync")
 	}
+	d.cpu = newCPUMeter(c)
 	return d, nil
 }
 

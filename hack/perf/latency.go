@@ -69,6 +69,7 @@ func (d *driver) measureLatency(ctx context.Context) (*latency, groupPods, error
 	if err := d.waitPods(ctx, "accounted (latency)", uids, 10*time.Minute, isAccounted); err != nil {
 		return nil, nil, err
 	}
+	d.cpu.mark(fmt.Sprintf("latency: %d gangs at %.0f/s", n, d.cfg.rate))
 	l := &latency{gangs: n, pods: len(uids), offered: d.cfg.rate, achieved: rate(n, offeredFor)}
 	for _, r := range runs {
 		times := d.rec.snapshot(r.uids)

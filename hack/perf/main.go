@@ -123,6 +123,7 @@ func run() error {
 	rep, err := d.run(ctx)
 	if rep != nil {
 		rep.print(os.Stdout, cfg, c)
+		d.cpu.print(os.Stdout)
 	}
 	return err
 }
