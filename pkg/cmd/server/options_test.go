@@ -101,3 +101,43 @@ func TestNamespaceSelectorExcludesOwnNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerContentType checks that the controller speaks protobuf to
+// kube-apiserver by default, as kube-controller-manager does, and that the
+// flag takes only what client-go can speak.
+func TestControllerContentType(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{name: "protobuf by default", want: "application/vnd.kubernetes.protobuf"},
+		{name: "JSON on request", args: []string{"--controller-kube-api-content-type=application/json"}, want: "application/json"},
+		{name: "anything else is refused", args: []string{"--controller-kube-api-content-type=application/yaml"},
+			wantErr: `--controller-kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, not "application/yaml"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewControllerOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatalf("parsing flags: %v", err)
+			}
+			errs := o.Validate()
+			if tc.wantErr != "" {
+				if len(errs) != 1 || errs[0].Error() != tc.wantErr {
+					t.Fatalf("validate = %v, want exactly %q", errs, tc.wantErr)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatalf("validate: %v", errs)
+			}
+			if o.ContentType != tc.want {
+				t.Errorf("content type = %q, want %q", o.ContentType, tc.want)
+			}
+		})
+	}
+}
