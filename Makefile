@@ -46,6 +46,7 @@ E2E_OLDEST_TESTS := \
 	TestRolesWorkersNeverArrive \
 	TestPreparePolicy \
 	TestPodEventsArrive \
+	TestValidatingWebhookOnlyForRoles \
 	TestWholeGangRestart \
 	TestResourceQuotaCountsPodGroups
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$

@@ -31,9 +31,13 @@ func celUnchanged(path string) string {
 }
 
 // celKeyOpt is the value of key in the map at path on root as a list of zero
-// or one element.
+// or one element. oldObject is null on a create: there it is [].
 func celKeyOpt(root, path, key string) string {
-	return fmt.Sprintf("(has(%[1]s.%[2]s) && %[3]s in %[1]s.%[2]s ? [%[1]s.%[2]s[%[3]s]] : [])", root, path, celString(key))
+	guard := ""
+	if root == "oldObject" {
+		guard = "oldObject != null && "
+	}
+	return fmt.Sprintf("(%[4]shas(%[1]s.%[2]s) && %[3]s in %[1]s.%[2]s ? [%[1]s.%[2]s[%[3]s]] : [])", root, path, celString(key), guard)
 }
 
 // celList is the list at path on root, or [] when it is absent.

@@ -51,11 +51,13 @@ type Config struct {
 	// NamespaceSelector limits the webhook to matching namespaces; nil means
 	// DefaultNamespaceSelector.
 	NamespaceSelector *metav1.LabelSelector
-	// ValidateUpdates sends pod updates to the validating webhook too. Set
-	// it only on clusters that do not serve ValidatingAdmissionPolicy: where
-	// they do, LabelsPolicy checks updates inside kube-apiserver, and pod
-	// updates (Muster's own gate and finalizer patches, and a user's removal
-	// of the finalizer) never wait on, or fail with, a Muster replica.
+	// ValidateUpdates sends pod updates, and every labelled create, to the
+	// validating webhook. Set it only on clusters that do not serve
+	// ValidatingAdmissionPolicy: where they do, LabelsPolicy checks creates
+	// and updates inside kube-apiserver, pod updates (Muster's own gate and
+	// finalizer patches, and a user's removal of the finalizer) never wait
+	// on, or fail with, a Muster replica, and the webhook is called only for
+	// the creates that carry what CEL cannot check (RolesExpression).
 	ValidateUpdates bool
 }
 
@@ -112,8 +114,11 @@ func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.Validati
 		return nil, err
 	}
 	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	var conditions []admissionregistrationv1.MatchCondition
 	if c.ValidateUpdates {
 		ops = append(ops, admissionregistrationv1.Update)
+	} else {
+		conditions = []admissionregistrationv1.MatchCondition{{Name: "has-roles", Expression: RolesExpression}}
 	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
@@ -129,9 +134,17 @@ func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.Validati
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](timeoutSeconds),
 			AdmissionReviewVersions: []string{admissionregistrationv1.SchemeGroupVersion.Version},
+			MatchConditions:         conditions,
 		}},
 	}, nil
 }
+
+// RolesExpression holds for a pod that carries the role label or an
+// annotation about roles: those the validating webhook checks in Go (roles
+// templates are JSON), and LabelsPolicy checks the rest.
+var RolesExpression = fmt.Sprintf("(has(object.metadata.labels) && %s in object.metadata.labels) || "+
+	"(has(object.metadata.annotations) && [%s, %s, %s].exists(k, k in object.metadata.annotations))",
+	celString(scheduling.RoleLabel), celString(scheduling.RolesAnnotation), celString(scheduling.RoleCountAnnotation), celString(scheduling.RolesTemplateAnnotation))
 
 // clientConfig points kube-apiserver at path on the configured server.
 func (c Config) clientConfig(path string) (admissionregistrationv1.WebhookClientConfig, error) {

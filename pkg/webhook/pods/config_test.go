@@ -46,6 +46,14 @@ func TestWebhookConfigurations(t *testing.T) {
 	if *mw.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
 		t.Errorf("reinvocationPolicy %v", *mw.ReinvocationPolicy)
 	}
+	// Where LabelsPolicy checks creates, only a pod with roles is sent to the
+	// validating webhook; without the policy, every labelled pod is.
+	if want := []admissionregistrationv1.MatchCondition{{Name: "has-roles", Expression: RolesExpression}}; !reflect.DeepEqual(vw.MatchConditions, want) {
+		t.Errorf("validating matchConditions %+v, want %+v", vw.MatchConditions, want)
+	}
+	if len(fw.MatchConditions) != 0 {
+		t.Errorf("fallback validating matchConditions %+v, want none", fw.MatchConditions)
+	}
 
 	podGroupExists := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "scheduling.muster.dev/pod-group", Operator: metav1.LabelSelectorOpExists}}}
 	common := []struct {

@@ -11,9 +11,10 @@ import (
 )
 
 // LabelsPolicyName names the ValidatingAdmissionPolicy, and its binding, that
-// check updates of labelled pods in place of the validating webhook. It runs
-// inside kube-apiserver: no network hop, and no outage when no Muster replica
-// answers, so a user can always remove Muster's finalizer by hand.
+// check creates and updates of labelled pods in place of the validating
+// webhook. It runs inside kube-apiserver: no network hop, and no outage when
+// no Muster replica answers, so a user can always remove Muster's finalizer
+// by hand.
 const LabelsPolicyName = "muster-pod-labels"
 
 // DNS-1123 names, as k8s.io/apimachinery/pkg/util/validation spells them.
@@ -25,12 +26,14 @@ const (
 	minCountRegexp = `^[+]?0*[0-9]{1,10}$`
 )
 
-// LabelsPolicy returns the policy that enforces, on every update of a pod
-// with the group label (through pods and pods/status alike), what the
-// validating webhook enforced: the group and managed labels are immutable,
-// and Muster's annotations are well formed when they change. Values that did
-// not change are not checked again, so a pod stored before the rules existed
-// stays updatable.
+// LabelsPolicy returns the policy that enforces, on every create and update
+// of a pod with the group label (updates through pods and pods/status
+// alike), what the validating webhook enforces: the group label names a
+// PodGroup, the group and managed labels are immutable, and Muster's
+// annotations are well formed when they change. Values that did not change
+// are not checked again, so a pod stored before the rules existed stays
+// updatable. Only the role label and annotations, which CEL cannot parse,
+// are left to the webhook (RolesExpression).
 func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	labels, annotations := "metadata.labels", "metadata.annotations"
 	vars := []admissionregistrationv1.Variable{
@@ -47,6 +50,14 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "workloadRefChanged", Expression: "variables.newWorkload != variables.oldWorkload || variables.newTemplate != variables.oldTemplate"},
 	}
 	validations := []admissionregistrationv1.Validation{
+		{
+			Expression: fmt.Sprintf("variables.newGroup.size() == 0 || variables.newGroup == variables.oldGroup || "+
+				"(variables.newGroup[0].size() <= 253 && variables.newGroup[0].matches('%s'))", dns1123SubdomainRegexp),
+			MessageExpression: fmt.Sprintf("variables.newGroup[0] == '' ? %s : %s",
+				celString(fmt.Sprintf("%s[%s]: Required value: %s", labels, scheduling.PodGroupLabel, groupRequired)),
+				invalidMessage(labels, scheduling.PodGroupLabel, "variables.newGroup[0]", groupRequired+": a lowercase RFC 1123 subdomain")),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
 		immutableLabel("Group", scheduling.PodGroupLabel, "a pod joins a gang only when it is created; create a new pod with the label instead"),
 		immutableLabel("Managed", scheduling.ManagedLabel, "only Muster's webhook sets it, when it adds the admission gate and tracking finalizer at creation"),
 		{
@@ -78,6 +89,8 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		},
 	}
 	p := podUpdatePolicy(LabelsPolicyName, vars, validations)
+	// Creates too, in place of a webhook call for every new labelled pod.
+	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules, policyPodRules(admissionregistrationv1.Create, "pods")...)
 	// The binding narrows this to Muster's namespaces.
 	p.Spec.MatchConstraints.ObjectSelector = objectSelector()
 	return p
@@ -108,7 +121,7 @@ func immutableLabel(v, key, why string) admissionregistrationv1.Validation {
 	newV, oldV := "variables.new"+v, "variables.old"+v
 	prefix := fmt.Sprintf("metadata.labels[%s]: ", key)
 	return admissionregistrationv1.Validation{
-		Expression: newV + " == " + oldV,
+		Expression: "oldObject == null || " + newV + " == " + oldV,
 		MessageExpression: fmt.Sprintf("%[2]s.size() == 0 ? %[3]s : %[1]s.size() == 0 ? %[4]s + %[2]s[0] + '\")' : "+
 			"%[5]s + %[1]s[0] + %[6]s + %[2]s[0] + '\")'",
 			newV, oldV,

@@ -11,6 +11,10 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
+// groupRequired says what the group label must be; the webhook and the
+// policy say it alike.
+const groupRequired = "must be the name of a PodGroup in the pod's namespace"
+
 var (
 	labelsPath      = field.NewPath("metadata", "labels")
 	annotationsPath = field.NewPath("metadata", "annotations")
@@ -58,7 +62,7 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 
 	var allErrs field.ErrorList
 	if group, ok := pod.Labels[scheduling.PodGroupLabel]; ok && isNew(pod.Labels, oldLabels, scheduling.PodGroupLabel) {
-		allErrs = append(allErrs, validation.ValidateName(group, labelsPath.Key(scheduling.PodGroupLabel), apivalidation.NameIsDNSSubdomain, "must be the name of a PodGroup in the pod's namespace")...)
+		allErrs = append(allErrs, validation.ValidateName(group, labelsPath.Key(scheduling.PodGroupLabel), apivalidation.NameIsDNSSubdomain, groupRequired)...)
 	}
 
 	ann := pod.Annotations
