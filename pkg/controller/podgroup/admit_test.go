@@ -354,8 +354,9 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			}
 		},
 	}, {
+		// Cut short, 2 of the 3 ran: the group was never Scheduled.
 		name: "a release cut short (the leader died between its gate patches) is carried out after the released pods ended, one of them failed",
-		objs: objects(admitted(3), newPod("a", succeeded), newPod("b", failed), newPod("c")),
+		objs: objects(newGroup(3, admittedAt(t0.Add(-time.Hour))), newPod("a", succeeded), newPod("b", failed), newPod("c")),
 		check: func(t *testing.T, h *harness) {
 			if got := h.podPatches(); len(got["c"]) != 1 {
 				t.Errorf("c patches = %v, want its release: it was admitted with a and b, which ran", got["c"])
@@ -371,6 +372,16 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			wantEvents(t, h.events(), fmt.Sprintf(held3, 2))
 		},
 	}, {
+		// TestWholeGangRestart in e2e: admitted, bound and deleted, and a
+		// replacement created, all within one second.
+		name: "a whole-gang restart within the second of admission: a replacement of that second does not count the failed pods once the gang was Scheduled",
+		objs: objects(newGroup(2, admittedAt(t0), scheduledAt(t0), counts(0, 2)), newPod("r-0", createdAt(t0))),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want r-0 held: a gang of 2 would run with 1 pod", got)
+			}
+		},
+	}, {
 		name: "pods admitted together, one deleted before it ran, stay held: the gang is short of a pod that never ran",
 		objs: objects(admitted(3), newPod("a"), newPod("b"), newPod("gone", deletedAt(t0.Add(-time.Minute)))),
 		check: func(t *testing.T, h *harness) {
@@ -380,7 +391,7 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 		},
 	}, {
 		name: "with a release cut short, a later joiner stays held while the pods admitted together go",
-		objs: objects(admitted(4), newPod("a", succeeded), newPod("b", failed), newPod("d", failed), newPod("c"), newPod("late", createdAt(t0))),
+		objs: objects(newGroup(4, admittedAt(t0.Add(-time.Hour))), newPod("a", succeeded), newPod("b", failed), newPod("d", failed), newPod("c"), newPod("late", createdAt(t0))),
 		check: func(t *testing.T, h *harness) {
 			got := h.podPatches()
 			if len(got["c"]) != 1 || len(got["late"]) != 0 {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -77,16 +78,22 @@ func (c *Controller) gangHas(key string, pg *v1alpha1.PodGroup, v *podView, goin
 }
 
 // admittedWith are the pods among ready that the group had when it was
-// admitted: created no later than status.admissionTime (both to the
-// second, so a pod created in the second of admission counts).
+// admitted: created before status.admissionTime. Both are stored to the
+// second, and a gang's last pod is typically created in the very second it
+// is admitted, so a pod of that second counts too, but only while the
+// group is not Scheduled: once minCount of its pods were bound the decision
+// was carried out, and a pod of that second is a replacement (a whole gang
+// restarted within a second of its admission) that must not count the
+// gang's failed pods and go alone.
 func admittedWith(pg *v1alpha1.PodGroup, ready []*corev1.Pod) []*corev1.Pod {
 	at := pg.Status.AdmissionTime
 	if at == nil {
 		return nil
 	}
+	sameSecond := !meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionScheduled)
 	var out []*corev1.Pod
 	for _, p := range ready {
-		if !p.CreationTimestamp.After(at.Time) {
+		if p.CreationTimestamp.Before(at) || (sameSecond && p.CreationTimestamp.Equal(at)) {
 			out = append(out, p)
 		}
 	}
