@@ -47,7 +47,7 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 	d.cpu.mark("burst: create groups")
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
-		pods[i] = newPod(burstNS, fmt.Sprintf("%s-%d", gangName(i/g), i%g), gangName(i/g), finishAt.UTC().Format(time.RFC3339))
+		pods[i] = d.labelledPod(burstNS, fmt.Sprintf("%s-%d", gangName(i/g), i%g), gangName(i/g), finishAt.UTC().Format(time.RFC3339))
 	}
 	logf("burst: creating %d labelled pods in %d gangs of %d; they finish at %s", n, gangs, g, finishAt.Format("15:04:05"))
 	uids, took, err := d.createPods(ctx, pods)

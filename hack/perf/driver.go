@@ -128,6 +128,18 @@ func newPod(ns, name, group, runFor string) *corev1.Pod {
 	return p
 }
 
+// labelledPod is a pod of gang group, prepared as Muster's webhook would
+// prepare it when --prepared is set.
+func (d *driver) labelledPod(ns, name, group, runFor string) *corev1.Pod {
+	p := newPod(ns, name, group, runFor)
+	if d.cfg.prepared {
+		p.Labels[scheduling.ManagedLabel] = "true"
+		p.Finalizers = []string{scheduling.TrackingFinalizer}
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: scheduling.AdmissionGate}}
+	}
+	return p
+}
+
 // createPods creates the pods with the driver's concurrency and returns
 // their UIDs and how long it took. The recorder learns each create's time.
 func (d *driver) createPods(ctx context.Context, pods []*corev1.Pod) ([]types.UID, time.Duration, error) {

@@ -99,7 +99,7 @@ func (d *driver) runGang(ctx context.Context, i int, r *gangRun) error {
 	}
 	pods := make([]*corev1.Pod, g)
 	for j := range pods {
-		pods[j] = newPod(rateNS, fmt.Sprintf("%s-%d", name, j), name, d.cfg.runFor.String())
+		pods[j] = d.labelledPod(rateNS, fmt.Sprintf("%s-%d", name, j), name, d.cfg.runFor.String())
 	}
 	r.uids = make([]types.UID, g)
 	var (

@@ -40,6 +40,10 @@ type config struct {
 	burstPods   int
 	concurrency int
 	timeout     time.Duration
+	// prepared creates labelled pods with Muster's gate, finalizer and
+	// managed label already on, as a framework may, so that the mutating
+	// webhook's match condition skips the call.
+	prepared bool
 }
 
 func main() {
@@ -64,6 +68,7 @@ func run() error {
 	flag.IntVar(&cfg.burstPods, "burst-pods", 10000, "pods of the throughput phase, and of the raw baseline: created at once, released as one backlog, finishing at one instant")
 	flag.IntVar(&cfg.concurrency, "concurrency", 32, "the driver's requests in flight at once")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	flag.BoolVar(&cfg.prepared, "prepared", false, "create labelled pods already prepared (gate, finalizer, managed label), as a framework that skips the mutating webhook does; the table is meant for the default, unprepared")
 	flag.IntVar(&opts.Nodes, "nodes", 20, "kwok fake nodes")
 	flag.IntVar(&opts.NodePods, "node-pods", 1000, "pod capacity of each node")
 	flag.StringVar(&opts.BinDir, "bin-dir", "", "directory with the cluster tools (default $MUSTER_BIN_DIR, else bin/)")

@@ -15,8 +15,12 @@ import (
 // print writes the table: one row per measure, with the baseline it is
 // compared with.
 func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
-	fmt.Fprintf(out, "\nMuster perf: Kubernetes v%s, %d-pod gangs; burst %d pods; %d gangs offered at %.0f/s, pods run %s; driver concurrency %d\n\n",
-		c.KubeVersion, cfg.gangSize, r.base.pods, r.lat.gangs, r.lat.offered, cfg.runFor, cfg.concurrency)
+	prepared := ""
+	if cfg.prepared {
+		prepared = "; labelled pods created already prepared (--prepared)"
+	}
+	fmt.Fprintf(out, "\nMuster perf: Kubernetes v%s, %d-pod gangs; burst %d pods; %d gangs offered at %.0f/s, pods run %s; driver concurrency %d%s\n\n",
+		c.KubeVersion, cfg.gangSize, r.base.pods, r.lat.gangs, r.lat.offered, cfg.runFor, cfg.concurrency, prepared)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(name, value, compare string) { fmt.Fprintf(w, "%s\t%s\t%s\n", name, value, compare) }
 	row("measure", "value", "against the raw rate (no Muster in the path)")
