@@ -48,12 +48,14 @@ const ControllerName = "muster-controller"
 const DefaultServerNamespace = "muster-system"
 
 // DefaultNamespaceSelector picks the namespaces whose labelled pods Muster
-// manages unless configured otherwise: all but the system's and Muster's own,
-// for a server in DefaultServerNamespace. The webhook's default selector is
-// parsed from it (pods.DefaultNamespaceSelector); the controller's flag starts
-// from NamespaceSelectorExcluding with the server's actual namespace. Each of
-// them is configured on its own, so an operator who changes one must change
-// the other.
+// manages unless configured otherwise: all but kube-system and
+// DefaultServerNamespace. It is the one source of the default: the
+// controller's --namespace-selector, the webhooks' namespaceSelector
+// (pods.DefaultNamespaceSelector) and the binding of the policy
+// muster-pod-labels all start from it, wherever the server runs, and unit
+// tests keep artifacts/ equal to it. An operator who sets
+// --namespace-selector must set the same selector in webhooks.yaml and
+// policies.yaml.
 var DefaultNamespaceSelector = NamespaceSelectorExcluding(DefaultServerNamespace)
 
 // NamespaceSelectorExcluding is the default namespace selector, in label

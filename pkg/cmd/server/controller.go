@@ -54,8 +54,12 @@ func NewControllerOptions() *ControllerOptions {
 		ns = scheduling.DefaultServerNamespace
 	}
 	cfg := podgroup.DefaultConfig()
-	// By default Muster leaves alone kube-system and its own namespace.
-	cfg.NamespaceSelector = scheduling.NamespaceSelectorExcluding(ns)
+	// The one selector that the webhooks and the policy binding are built
+	// from too, wherever the server runs: the controller must never manage
+	// namespaces the webhook does not prepare pods in, or the reverse.
+	// Muster's own pods carry no group label, so its namespace needs no
+	// exclusion of its own.
+	cfg.NamespaceSelector = scheduling.DefaultNamespaceSelector
 	return &ControllerOptions{
 		Config:  cfg,
 		Enabled: true,

@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
 // TestStandaloneBindsLoopbackOnly checks that standalone mode defaults to
@@ -83,21 +87,36 @@ func TestNormalModeDelegates(t *testing.T) {
 	}
 }
 
-// TestNamespaceSelectorExcludesOwnNamespace checks that by default the
-// controller leaves kube-system and the server's own namespace alone, and
-// keeps its Lease in its own namespace.
-func TestNamespaceSelectorExcludesOwnNamespace(t *testing.T) {
-	tests := []struct{ podNamespace, wantNS string }{
+// TestNamespaceSelectorIsTheWebhooks checks that by default the controller
+// manages exactly the namespaces that the webhooks and the policy binding
+// select, wherever the server runs (issue 9 item 4: one source), and keeps
+// its Lease in its own namespace.
+func TestNamespaceSelectorIsTheWebhooks(t *testing.T) {
+	webhook, err := metav1.LabelSelectorAsSelector(pods.DefaultNamespaceSelector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding, err := metav1.LabelSelectorAsSelector(pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName).Spec.MatchResources.NamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ podNamespace, wantLeaseNS string }{
 		{"", "muster-system"},
 		{"batch-infra", "batch-infra"},
 	}
 	for _, tc := range tests {
 		t.Setenv("POD_NAMESPACE", tc.podNamespace)
 		o := NewControllerOptions()
-		want := "kubernetes.io/metadata.name notin (kube-system," + tc.wantNS + ")"
-		if o.NamespaceSelector != want || o.LeaderElectNamespace != tc.wantNS {
-			t.Errorf("POD_NAMESPACE=%q: selector %q, lease namespace %q; want %q and %q",
-				tc.podNamespace, o.NamespaceSelector, o.LeaderElectNamespace, want, tc.wantNS)
+		controller, err := labels.Parse(o.NamespaceSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if controller.String() != webhook.String() || controller.String() != binding.String() {
+			t.Errorf("POD_NAMESPACE=%q: the controller selects %q, the webhooks %q and the policy binding %q; want one selector",
+				tc.podNamespace, controller, webhook, binding)
+		}
+		if o.LeaderElectNamespace != tc.wantLeaseNS {
+			t.Errorf("POD_NAMESPACE=%q: lease namespace %q, want %q", tc.podNamespace, o.LeaderElectNamespace, tc.wantLeaseNS)
 		}
 	}
 }

@@ -82,8 +82,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.StatusBatchPeriod, "status-batch-period", c.StatusBatchPeriod,
 		"Shortest time between two accounting status writes of one PodGroup while its pods keep finishing (KEP-2307 throttling).")
 	fs.StringVar(&c.NamespaceSelector, "namespace-selector", c.NamespaceSelector,
-		"Label selector of the namespaces whose labelled pods Muster manages; by default all but kube-system and the server's own "+
-			"($POD_NAMESPACE, else muster-system). Keep the webhook configurations' namespaceSelector in step with it.")
+		"Label selector of the namespaces whose labelled pods Muster manages; by default all but kube-system and muster-system, "+
+			"the webhook configurations' and the muster-pod-labels binding's namespaceSelector. Set the same selector there when you change it.")
 	fs.StringVar(&c.Admission, "admission", c.Admission,
 		"How a complete gang is admitted: 'capacity' releases it only where all of it fits, each pod pinned to the node reserved for it; "+
 			"'count' releases it whatever the free capacity, for clusters where another system owns capacity.")
