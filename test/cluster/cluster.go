@@ -101,6 +101,7 @@ func (c *Cluster) start(ctx, bgCtx context.Context) error {
 		{"kube-apiserver", c.startKubeAPIServer},
 		{"default service accounts", func(context.Context) error { return c.runDefaultServiceAccounts(bgCtx) }},
 		{"kube-scheduler", c.startScheduler},
+		{"terminal phases", c.registerTerminalPhasePolicy},
 		{"kwok", c.startKwok},
 		{"fake nodes", c.createNodes},
 	}

@@ -105,6 +105,16 @@ func TestLocalClusterSmoke(t *testing.T) {
 			if code := exitCode(got); code != tc.wantCode {
 				t.Errorf("exit code = %d, want %d", code, tc.wantCode)
 			}
+			// Ended is final, as with a kubelet (registerTerminalPhasePolicy).
+			other := corev1.PodFailed
+			if tc.phase == corev1.PodFailed {
+				other = corev1.PodSucceeded
+			}
+			got.Status.Phase = other
+			_, err := c.Client.CoreV1().Pods(ns).UpdateStatus(ctx, got, metav1.UpdateOptions{})
+			if err == nil || !strings.Contains(err.Error(), TerminalPhasePolicyName) || !strings.Contains(err.Error(), "status.phase: Forbidden") {
+				t.Errorf("changing the phase of a pod that ended %s to %s: %v, want a denial by %s naming status.phase", tc.phase, other, err, TerminalPhasePolicyName)
+			}
 		})
 	}
 
