@@ -46,16 +46,21 @@ func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
 // registerPolicies creates Muster's ValidatingAdmissionPolicies and their
 // bindings, as artifacts/base/policies.yaml does.
 func (c *Cluster) registerPolicies(ctx context.Context) error {
-	api := c.Client.AdmissionregistrationV1()
-	for _, p := range []*admissionregistrationv1.ValidatingAdmissionPolicy{pods.LabelsPolicy(), pods.WritesPolicy(MusterNamespace, MusterService)} {
-		if _, err := api.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating policy %s: %w", p.Name, err)
-		}
+	if err := c.createPolicy(ctx, pods.LabelsPolicy(), pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName)); err != nil {
+		return err
 	}
-	for _, b := range []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName), pods.WritesPolicyBinding()} {
-		if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating policy binding %s: %w", b.Name, err)
-		}
+	return c.createPolicy(ctx, pods.WritesPolicy(MusterNamespace, MusterService), pods.WritesPolicyBinding())
+}
+
+// createPolicy creates a ValidatingAdmissionPolicy and its binding, leaving
+// those that exist already as they are.
+func (c *Cluster) createPolicy(ctx context.Context, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) error {
+	api := c.Client.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating policy %s: %w", p.Name, err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating policy binding %s: %w", b.Name, err)
 	}
 	return nil
 }

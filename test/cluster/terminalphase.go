@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -56,12 +55,5 @@ func (c *Cluster) registerTerminalPhasePolicy(ctx context.Context) error {
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
-	api := c.Client.AdmissionregistrationV1()
-	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating policy %s: %w", policy.Name, err)
-	}
-	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating policy binding %s: %w", binding.Name, err)
-	}
-	return nil
+	return c.createPolicy(ctx, policy, binding)
 }
