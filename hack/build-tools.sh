@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries that the local cluster harness (test/cluster) runs:
-# kube-apiserver, kube-scheduler, kubectl, etcd and kwok.
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and
+# kwok.
 #
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
@@ -26,7 +27,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
-ALL_TOOLS=(etcd kwok kube-apiserver kube-scheduler kubectl)
+ALL_TOOLS=(etcd kwok kube-apiserver kube-controller-manager kube-scheduler kubectl)
 SHARED_TOOLS=(etcd kwok)
 
 # module_field prints a template field (.Version, .Time...) of a module
@@ -142,7 +143,7 @@ build_tool() {
 build() {
   local tool=$1 kube_dir=$2 kube_bin=$3 version date
   case "${tool}" in
-  kube-apiserver | kube-scheduler | kubectl)
+  kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
     version="$(module_field "${kube_dir}" k8s.io/kubernetes .Version)"
     date="$(module_field "${kube_dir}" k8s.io/kubernetes '.Time.UTC.Format "2006-01-02T15:04:05Z"')"
     build_tool "${kube_bin}" "${tool}" "${kube_dir}" "k8s.io/kubernetes/cmd/${tool}" "${version}" \
