@@ -189,7 +189,12 @@ func (h *harness) observePods() {
 	}
 	seen := map[string]bool{}
 	for i := range list.(*corev1.PodList).Items {
-		p := list.(*corev1.PodList).Items[i].DeepCopy()
+		// The cache holds what the informer's transform keeps, as in production.
+		o, err := TransformPod(list.(*corev1.PodList).Items[i].DeepCopy())
+		if err != nil {
+			h.t.Fatalf("transforming pod: %v", err)
+		}
+		p := o.(*corev1.Pod)
 		key, _ := cache.MetaNamespaceKeyFunc(p)
 		seen[key] = true
 		old, exists, _ := h.pods.GetByKey(key)
