@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries that the local cluster harness (test/cluster) runs:
-# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and
-# kwok.
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
+# kwok and jobset (with JobSet's CRDs and RBAC beside it).
 #
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
@@ -12,9 +12,10 @@
 # and kubectl. The default, the newest supported, is pinned in
 # hack/tools/go.mod and built into bin/. Any other supported release has a
 # module of its own, hack/tools/kube-<version>/, and is built into
-# bin/kube-<version>/, so each version is cached apart. etcd and kwok work
-# with every supported release: they are built once into bin/, and each
-# version's directory links to them, so that directory alone holds all five.
+# bin/kube-<version>/, so each version is cached apart. etcd, kwok and jobset
+# work with every supported release: they are built once into bin/, and each
+# version's directory links to them (and to JobSet's manifests), so that
+# directory alone holds everything the harness runs.
 #
 # Usage: hack/build-tools.sh [tool...]   (default: all tools)
 #        hack/build-tools.sh --print-bin-dir   (the directory for KUBE_VERSION)
@@ -27,8 +28,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
-ALL_TOOLS=(etcd kwok kube-apiserver kube-controller-manager kube-scheduler kubectl)
-SHARED_TOOLS=(etcd kwok)
+ALL_TOOLS=(etcd kwok jobset kube-apiserver kube-controller-manager kube-scheduler kubectl)
+SHARED_TOOLS=(etcd kwok jobset)
+# JobSet's manifests at the pinned version, copied from its module by
+# `build jobset`, so that the harness needs no module cache at run time.
+SHARED_FILES=(jobset-crds.yaml jobset-rbac.yaml)
 
 # module_field prints a template field (.Version, .Time...) of a module
 # required by the tools module in directory $1.
@@ -158,6 +162,12 @@ build() {
     build_tool "${BIN_DIR}" kwok "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok "${version}" \
       "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}"
     ;;
+  jobset)
+    version="$(module_field "${TOOLS_DIR}/jobset" sigs.k8s.io/jobset .Version)"
+    build_tool "${BIN_DIR}" jobset "${TOOLS_DIR}/jobset" sigs.k8s.io/jobset "${version}" \
+      "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${version}"
+    copy_jobset_manifests
+    ;;
   *)
     echo "unknown tool ${tool}; known: ${ALL_TOOLS[*]}" >&2
     return 1
@@ -165,11 +175,29 @@ build() {
   esac
 }
 
-# link_shared makes the shared tools visible in a version's bin dir.
+# copy_jobset_manifests writes JobSet's CRDs and its controller's
+# ClusterRole, from the module the binary was built from, into BIN_DIR. They
+# are rewritten on every run (a copy: no network once the module is cached),
+# so they always match the pin; cat, not cp, since the module cache is
+# read-only and the copies need not be.
+copy_jobset_manifests() {
+  local dir
+  dir="$(cd "${TOOLS_DIR}/jobset" && go mod download -json sigs.k8s.io/jobset | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  if [[ -z "${dir}" || ! -d "${dir}/config/components" ]]; then
+    echo "cannot find the sigs.k8s.io/jobset module directory for its manifests" >&2
+    return 1
+  fi
+  cat "${dir}"/config/components/crd/bases/*.yaml >"${BIN_DIR}/jobset-crds.yaml.tmp"
+  mv -f "${BIN_DIR}/jobset-crds.yaml.tmp" "${BIN_DIR}/jobset-crds.yaml"
+  cat "${dir}/config/components/rbac/role.yaml" >"${BIN_DIR}/jobset-rbac.yaml.tmp"
+  mv -f "${BIN_DIR}/jobset-rbac.yaml.tmp" "${BIN_DIR}/jobset-rbac.yaml"
+}
+
+# link_shared makes the shared tools (and files) visible in a version's bin dir.
 link_shared() {
   local kube_bin=$1 tool
   [[ "${kube_bin}" == "${BIN_DIR}" ]] && return
-  for tool in "${SHARED_TOOLS[@]}"; do
+  for tool in "${SHARED_TOOLS[@]}" "${SHARED_FILES[@]}"; do
     ln -sfn "../${tool}" "${kube_bin}/${tool}"
   done
 }
