@@ -58,6 +58,9 @@ func TestChaos(t *testing.T) {
 	if _, err := clients.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
+	if err := env.WaitForDefaultServiceAccount(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
 	seed := *seedFlag
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

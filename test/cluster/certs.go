@@ -43,6 +43,8 @@ type pkiFiles struct {
 	LocalServingCert, LocalServKey    string
 	AdminCert, AdminKey               string
 	SchedulerCert, SchedulerKey       string
+	ControllerManagerCert             string
+	ControllerManagerKey              string
 	FrontProxyCACert                  string
 	FrontProxyCert, FrontProxyKey     string
 	ServiceAccountKey                 string
@@ -79,6 +81,7 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		LocalServingCert: p("localhost.crt"), LocalServKey: p("localhost.key"),
 		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
 		SchedulerCert: p("scheduler.crt"), SchedulerKey: p("scheduler.key"),
+		ControllerManagerCert: p("controller-manager.crt"), ControllerManagerKey: p("controller-manager.key"),
 		FrontProxyCACert: p("front-proxy-ca.crt"),
 		FrontProxyCert:   p("front-proxy-client.crt"), FrontProxyKey: p("front-proxy-client.key"),
 		ServiceAccountKey: p("sa.key"), ServiceAccountPub: p("sa.pub"),
@@ -113,6 +116,8 @@ func generatePKI(dir string) (*pkiFiles, error) {
 			files.AdminCert, files.AdminKey},
 		{ca, leaf{commonName: "system:kube-scheduler", usages: client},
 			files.SchedulerCert, files.SchedulerKey},
+		{ca, leaf{commonName: "system:kube-controller-manager", usages: client},
+			files.ControllerManagerCert, files.ControllerManagerKey},
 		{frontProxyCA, leaf{commonName: FrontProxyClientName, usages: client},
 			files.FrontProxyCert, files.FrontProxyKey},
 		{ca, leaf{commonName: musterSvc + ".svc", usages: server, ips: loopbackIPs,

@@ -53,7 +53,6 @@ type Cluster struct {
 	components map[string]*component
 	replicas   []*musterReplica
 	proxy      *serviceProxy
-	cancel     context.CancelFunc
 	stopOnce   sync.Once
 }
 
@@ -69,17 +68,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if missing := opts.MissingBinaries(); len(missing) > 0 {
 		return nil, fmt.Errorf("missing binaries %s; run hack/build-tools.sh", strings.Join(missing, ", "))
 	}
-	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &Cluster{opts: opts, WorkDir: opts.WorkDir, cancel: cancel}
-	if err := c.start(ctx, bgCtx); err != nil {
+	c := &Cluster{opts: opts, WorkDir: opts.WorkDir}
+	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("starting local cluster (logs in %s): %w", c.logDir(), err)
 	}
 	return c, nil
 }
 
-// start runs the steps of Start in order; bgCtx lives until Stop.
-func (c *Cluster) start(ctx, bgCtx context.Context) error {
+// start runs the steps of Start in order.
+func (c *Cluster) start(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	// A work dir may hold a previous run: its data and logs are stale.
 	for _, dir := range []string{c.logDir(), filepath.Join(c.WorkDir, EtcdComponent), filepath.Join(c.WorkDir, MusterEtcdComponent)} {
@@ -99,7 +97,7 @@ func (c *Cluster) start(ctx, bgCtx context.Context) error {
 	steps := []step{
 		{"etcd", c.startEtcd},
 		{"kube-apiserver", c.startKubeAPIServer},
-		{"default service accounts", func(context.Context) error { return c.runDefaultServiceAccounts(bgCtx) }},
+		{"kube-controller-manager", c.startControllerManager},
 		{"kube-scheduler", c.startScheduler},
 		{"terminal phases", c.registerTerminalPhasePolicy},
 		{"kwok", c.startKwok},
@@ -131,7 +129,6 @@ type step struct {
 // is safe to call more than once. The work dir is left for inspection.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
-		c.cancel()
 		c.mu.Lock()
 		procs := c.procs
 		c.procs = nil

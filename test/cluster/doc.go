@@ -1,9 +1,9 @@
 // Package cluster runs a local Kubernetes control plane for tests and
-// `make run`: etcd, kube-apiserver, kube-scheduler and kwok fake nodes, all
-// as processes on free 127.0.0.1 ports, plus Muster's apiserver registered
-// with the aggregator. Several clusters can run at once; Cluster.Stop ends
-// every process it started (each runs in its own process group, and dies
-// with the harness if the harness is killed).
+// `make run`: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+// and kwok fake nodes, all as processes on free 127.0.0.1 ports, plus
+// Muster's apiserver registered with the aggregator. Several clusters can
+// run at once; Cluster.Stop ends every process it started (each runs in its
+// own process group, and dies with the harness if the harness is killed).
 //
 // For the chaos suite, Options.MusterReplicas runs several muster-apiservers
 // behind a proxy that stands in for their Service (KillMusterReplica,
@@ -11,11 +11,13 @@
 // etcd of its own, and Restart kills etcd, Muster's etcd or kube-apiserver
 // and starts it again on the same ports with the same data.
 //
-// The binaries come from hack/build-tools.sh. There is no
-// kube-controller-manager: the harness itself creates each namespace's
-// "default" ServiceAccount and removes the not-ready taint from fake nodes
-// once kwok reports them Ready. Nothing else a controller manager does
-// happens (no garbage collection, Job or namespace deletion controllers).
+// The binaries come from hack/build-tools.sh. kube-controller-manager runs
+// the upstream default controllers, as on a real cluster: service accounts
+// and their tokens, namespace deletion, the garbage collector, node
+// lifecycle (which takes the not-ready taint off a fake node once kwok
+// reports it Ready), and the Job, ReplicaSet, Deployment, StatefulSet and
+// ResourceClaim controllers. A client that creates pods in a new namespace
+// waits for its "default" ServiceAccount first (WaitForDefaultServiceAccount).
 //
 // Pods bound to the fake nodes follow the kwok Stages in stages/:
 //

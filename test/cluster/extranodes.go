@@ -70,7 +70,7 @@ func (c *Cluster) AddNodes(ctx context.Context, spec NodeSpec) ([]string, error)
 		if err != nil {
 			return nil, fmt.Errorf("waiting for node %s to be Ready: %w", name, err)
 		}
-		if err := c.untaintNotReady(ctx, name); err != nil {
+		if err := c.waitUntainted(ctx, name); err != nil {
 			return nil, err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 )
 
 // NodeTypeLabel is set to "kwok" on every fake node.
@@ -101,35 +100,29 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 		return fmt.Errorf("waiting for %d fake nodes to be Ready (%d are; see logs/kwok.log): %w", c.opts.Nodes, ready, err)
 	}
 	for i := range c.opts.Nodes {
-		if err := c.untaintNotReady(ctx, NodeName(i)); err != nil {
+		if err := c.waitUntainted(ctx, NodeName(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// untaintNotReady removes the not-ready taint that the TaintNodesByCondition
-// admission plugin puts on every new node. The node-lifecycle controller of
-// kube-controller-manager would remove it once the node is Ready; the
-// harness runs no controller manager, so it does that itself.
-func (c *Cluster) untaintNotReady(ctx context.Context, name string) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+// waitUntainted waits until the node-lifecycle controller of
+// kube-controller-manager has taken off the not-ready taint that the
+// TaintNodesByCondition admission plugin puts on every new node, as it does
+// once the node reports Ready. Until then the scheduler binds nothing there.
+func (c *Cluster) waitUntainted(ctx context.Context, name string) error {
+	var taints []corev1.Taint
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, c.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			return false, nil
 		}
-		taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
-			return t.Key == corev1.TaintNodeNotReady
-		})
-		if len(taints) == len(node.Spec.Taints) {
-			return nil
-		}
-		node.Spec.Taints = taints
-		_, err = c.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-		return err
+		taints = node.Spec.Taints
+		return !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }), nil
 	})
 	if err != nil {
-		return fmt.Errorf("removing not-ready taint from node %s: %w", name, err)
+		return fmt.Errorf("waiting for kube-controller-manager to take the not-ready taint off node %s (taints %v; see logs/kube-controller-manager.log): %w", name, taints, err)
 	}
 	return nil
 }

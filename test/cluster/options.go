@@ -14,13 +14,15 @@ const (
 	EtcdBinary          = "etcd"
 	KubeAPIServerBinary = "kube-apiserver"
 	SchedulerBinary     = "kube-scheduler"
-	KwokBinary          = "kwok"
-	KubectlBinary       = "kubectl"
+	// ControllerManagerBinary is kube-controller-manager.
+	ControllerManagerBinary = "kube-controller-manager"
+	KwokBinary              = "kwok"
+	KubectlBinary           = "kubectl"
 )
 
 // RequiredBinaries are the binaries every cluster needs in Options.BinDir;
 // hack/build-tools.sh builds them.
-var RequiredBinaries = []string{EtcdBinary, KubeAPIServerBinary, SchedulerBinary, KwokBinary, KubectlBinary}
+var RequiredBinaries = []string{EtcdBinary, KubeAPIServerBinary, ControllerManagerBinary, SchedulerBinary, KwokBinary, KubectlBinary}
 
 // MusterRBACManifest is Muster's RBAC, relative to the repository root.
 const MusterRBACManifest = "artifacts/base/rbac.yaml"
@@ -67,10 +69,12 @@ type Options struct {
 	// starts, for example the RBAC its service account needs.
 	MusterManifests []string
 
-	// APIServerArgs and SchedulerArgs are appended to the harness's flags
-	// for kube-apiserver and kube-scheduler, e.g. --feature-gates.
-	APIServerArgs []string
-	SchedulerArgs []string
+	// APIServerArgs, ControllerManagerArgs and SchedulerArgs are appended to
+	// the harness's flags for kube-apiserver, kube-controller-manager and
+	// kube-scheduler, e.g. --feature-gates.
+	APIServerArgs         []string
+	ControllerManagerArgs []string
+	SchedulerArgs         []string
 
 	// StartTimeout bounds each component's start (default 2m).
 	StartTimeout time.Duration

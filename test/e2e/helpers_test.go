@@ -27,9 +27,11 @@ func testContext(t *testing.T, timeout time.Duration) context.Context {
 	return ctx
 }
 
-// namespace creates a namespace for one test. It is not deleted: with no
-// kube-controller-manager a deleted namespace stays Terminating, and the
-// whole cluster is torn down after the suite.
+// namespace creates a namespace for one test and deletes it when the test
+// ends, as a user would: kube-controller-manager's namespace controller
+// then deletes what the test left (TestNamespaceDeletion checks that it
+// finishes). Pods are admitted once the service-account controller has
+// created the namespace's "default" ServiceAccount, so it waits for that.
 func namespace(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
@@ -41,10 +43,16 @@ func namespace(t *testing.T, ctx context.Context) string {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
-	waitFor(t, ctx, "default service account", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
 	})
+	if err := env.WaitForDefaultServiceAccount(ctx, name); err != nil {
+		t.Fatal(err)
+	}
 	return name
 }
 
