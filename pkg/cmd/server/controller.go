@@ -180,11 +180,24 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	if o.Admission == podgroup.AdmissionCapacity {
 		nodes = nodeFactory.Core().V1().Nodes()
 	}
-	c, err := podgroup.New(o.Config, kube, muster, pods, namespaces, podGroups, nodes, recorder)
+	// Jobs and StatefulSets of the whole cluster, trimmed to whether a Job
+	// has ended and a StatefulSet's pod management policy: the controller
+	// reads them only through the pods they control.
+	ownerFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(podgroup.TransformOwner))
+	c, err := podgroup.New(o.Config, kube, muster, podgroup.Informers{
+		Pods:         pods,
+		Namespaces:   namespaces,
+		PodGroups:    podGroups,
+		Nodes:        nodes,
+		Jobs:         ownerFactory.Batch().V1().Jobs(),
+		StatefulSets: ownerFactory.Apps().V1().StatefulSets(),
+	}, recorder)
 	if err != nil {
 		return err
 	}
 	podFactory.Start(ctx.Done())
+	ownerFactory.Start(ctx.Done())
+	defer ownerFactory.Shutdown()
 	nsFactory.Start(ctx.Done())
 	nodeFactory.Start(ctx.Done())
 	defer nodeFactory.Shutdown()

@@ -72,7 +72,7 @@ func TestNewRejectsABadNamespaceSelector(t *testing.T) {
 	h := newHarness(t, nil)
 	c := DefaultConfig()
 	c.NamespaceSelector = "a in ("
-	if _, err := New(c, h.kube, h.muster, nil, nil, nil, nil, h.recorder); err == nil {
+	if _, err := New(c, h.kube, h.muster, Informers{}, h.recorder); err == nil {
 		t.Errorf("New accepted a namespace selector that does not parse")
 	}
 }

@@ -18,8 +18,12 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -43,6 +47,8 @@ type Controller struct {
 	podIndexer cache.Indexer
 	pgLister   listers.PodGroupLister
 	nsLister   corelisters.NamespaceLister
+	jobLister  batchlisters.JobLister
+	stsLister  appslisters.StatefulSetLister
 	nsSelector labels.Selector
 	synced     []cache.InformerSynced
 
@@ -78,19 +84,38 @@ type Controller struct {
 	podStore  *capacity.PodStore
 }
 
-// New builds a controller over a pod informer that must be limited to pods
-// carrying the group label (see PodListOptions). New installs GroupIndex on
-// it, so it must not have started yet. nodes feeds capacity-aware admission
-// and may be nil with --admission=count.
-func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
-	pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer,
-	podGroups informers.PodGroupInformer, nodes coreinformers.NodeInformer, recorder record.EventRecorder) (*Controller, error) {
+// Informers are the shared informers a Controller reads. New installs its
+// indexes and handlers, so none may have started yet.
+type Informers struct {
+	// Pods must be limited to pods that carry the group label
+	// (PodListOptions) and should be trimmed by TransformPod.
+	Pods       coreinformers.PodInformer
+	Namespaces coreinformers.NamespaceInformer
+	PodGroups  informers.PodGroupInformer
+	// Nodes feed capacity-aware admission; nil with --admission=count.
+	Nodes coreinformers.NodeInformer
+	// Jobs and StatefulSets, trimmed by TransformOwner, are read for the
+	// pods they control: a running Job keeps its group from failing (step
+	// 12), an OrderedReady StatefulSet is reported (step 6).
+	Jobs         batchinformers.JobInformer
+	StatefulSets appsinformers.StatefulSetInformer
+}
+
+// New builds a controller over inf.
+func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf Informers, recorder record.EventRecorder) (*Controller, error) {
 	sel, err := labels.Parse(cfg.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("parsing namespace selector: %w", err)
 	}
+	pods, namespaces, podGroups, nodes := inf.Pods, inf.Namespaces, inf.PodGroups, inf.Nodes
+	if pods == nil || namespaces == nil || podGroups == nil || inf.Jobs == nil || inf.StatefulSets == nil {
+		return nil, fmt.Errorf("the controller needs pod, namespace, PodGroup, Job and StatefulSet informers")
+	}
 	if err := addPodIndexer(pods.Informer()); err != nil {
 		return nil, fmt.Errorf("indexing pods by group: %w", err)
+	}
+	if err := addOwnerIndexer(pods.Informer()); err != nil {
+		return nil, fmt.Errorf("indexing pods by owner: %w", err)
 	}
 	c := &Controller{
 		cfg:          cfg,
@@ -99,6 +124,8 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		podIndexer:   pods.Informer().GetIndexer(),
 		pgLister:     podGroups.Lister(),
 		nsLister:     namespaces.Lister(),
+		jobLister:    inf.Jobs.Lister(),
+		stsLister:    inf.StatefulSets.Lister(),
 		nsSelector:   sel,
 		synced:       []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
 		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
@@ -147,6 +174,23 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface,
 		UpdateFunc: c.namespaceChanged,
 	}); err != nil {
 		return nil, fmt.Errorf("watching namespaces: %w", err)
+	}
+	c.synced = append(c.synced, inf.Jobs.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced)
+	// A Job's or StatefulSet's event requeues the groups of its own pods
+	// (OwnerIndex), never all groups.
+	if _, err := inf.Jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addOwner,
+		UpdateFunc: c.updateJob,
+		DeleteFunc: c.deleteOwner,
+	}); err != nil {
+		return nil, fmt.Errorf("watching jobs: %w", err)
+	}
+	if _, err := inf.StatefulSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addOwner,
+		UpdateFunc: c.updateStatefulSet,
+		DeleteFunc: c.deleteOwner,
+	}); err != nil {
+		return nil, fmt.Errorf("watching statefulsets: %w", err)
 	}
 	pgReg, err := podGroups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPodGroup,

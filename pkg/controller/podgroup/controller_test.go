@@ -43,13 +43,21 @@ func TestRun(t *testing.T) {
 	nsFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
 	// The defaults: capacity-aware admission, fed by a node informer.
-	c, err := New(DefaultConfig(), kube, muster, pods, nsFactory.Core().V1().Namespaces(),
-		musterFactory.Scheduling().V1alpha1().PodGroups(), nsFactory.Core().V1().Nodes(), record.NewFakeRecorder(1000))
+	ownerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTransform(TransformOwner))
+	c, err := New(DefaultConfig(), kube, muster, Informers{
+		Pods:         pods,
+		Namespaces:   nsFactory.Core().V1().Namespaces(),
+		PodGroups:    musterFactory.Scheduling().V1alpha1().PodGroups(),
+		Nodes:        nsFactory.Core().V1().Nodes(),
+		Jobs:         ownerFactory.Batch().V1().Jobs(),
+		StatefulSets: ownerFactory.Apps().V1().StatefulSets(),
+	}, record.NewFakeRecorder(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	podFactory.Start(ctx.Done())
+	ownerFactory.Start(ctx.Done())
 	nsFactory.Start(ctx.Done())
 	musterFactory.Start(ctx.Done())
 	done := make(chan error)
@@ -60,6 +68,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 		podFactory.Shutdown()
+		ownerFactory.Shutdown()
 		nsFactory.Shutdown()
 		musterFactory.Shutdown()
 	})

@@ -41,6 +41,8 @@ type harness struct {
 	pods     cache.Indexer
 	groups   cache.Indexer
 	ns       cache.Indexer
+	jobs     cache.Indexer
+	sets     cache.Indexer
 
 	mu sync.Mutex
 	// calls is every API call of both clients, in order.
@@ -97,7 +99,13 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 	if c.Admission == AdmissionCapacity {
 		nodeInformer = kubeFactory.Core().V1().Nodes()
 	}
-	ctrl, err := New(c, h.kube, h.muster, podInformer, nsInformer, pgInformer, nodeInformer, h.recorder)
+	ownerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(h.kube, 0, kubeinformers.WithTransform(TransformOwner))
+	jobInformer := ownerFactory.Batch().V1().Jobs()
+	stsInformer := ownerFactory.Apps().V1().StatefulSets()
+	ctrl, err := New(c, h.kube, h.muster, Informers{
+		Pods: podInformer, Namespaces: nsInformer, PodGroups: pgInformer, Nodes: nodeInformer,
+		Jobs: jobInformer, StatefulSets: stsInformer,
+	}, h.recorder)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -107,6 +115,8 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 	h.pods = podInformer.Informer().GetIndexer()
 	h.groups = pgInformer.Informer().GetIndexer()
 	h.ns = nsInformer.Informer().GetIndexer()
+	h.jobs = jobInformer.Informer().GetIndexer()
+	h.sets = stsInformer.Informer().GetIndexer()
 	h.observe()
 	h.reset()
 	return h
@@ -167,6 +177,7 @@ func (h *harness) observe() {
 	h.observeNodes()
 	h.observePods()
 	h.observeGroups()
+	h.observeOwners()
 	nsList, err := h.kube.Tracker().List(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"},
 		schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "")
 	if err != nil {

@@ -27,6 +27,9 @@ const musterPrefix = scheduling.GroupName + "/"
 //     role labels, and the min-count, roles and roles-template annotations;
 //   - finalizers and schedulingGates, whole: the patches address them by
 //     position;
+//   - the controller reference, only if it names a batch/v1 Job or an
+//     apps/v1 StatefulSet (owners.go): step 12 waits while a pod's Job
+//     runs, step 6 warns of an OrderedReady StatefulSet;
 //   - nodeName, nodeSelector, affinity (whole, since the pin patch may
 //     replace it), tolerations, containers' and init containers' names,
 //     resources and restart policy, overhead and pod-level resources:
@@ -55,6 +58,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			Labels:                     musterKeys(p.Labels),
 			Annotations:                musterKeys(p.Annotations),
 			Finalizers:                 p.Finalizers,
+			OwnerReferences:            keptOwners(p),
 		},
 		Spec: corev1.PodSpec{
 			NodeName:        p.Spec.NodeName,
