@@ -15,10 +15,16 @@ import (
 
 // finish is step 12. An admitted group with no active pod and exact counts
 // has Succeeded when at least minCount pods succeeded. With fewer, it waits
-// ReleaseGrace for a replacement pod, and then has Failed. The wait starts at
-// the lastTransitionTime of Finished=False/WaitingForReplacement, so that it
-// survives a restart. It returns when to look again.
-func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID], now time.Time) time.Duration {
+// for a replacement pod: while a Job that controls some of its pods still
+// runs (runningJob), for as long as the Job runs, since the Job controller
+// replaces failed pods only after a backoff and not at all while the Job is
+// suspended; else ReleaseGrace, and then it has Failed. The grace runs from
+// the lastTransitionTime of Finished=False/WaitingForReplacement, so that
+// it survives a restart, and it is the same condition while a Job runs: a
+// group whose Job ran longer than the grace fails as soon as the Job has
+// ended or is gone. It returns when to look again: while a Job runs, never
+// by the clock, since the Job's own events requeue the group.
+func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, removed sets.Set[types.UID], now time.Time) time.Duration {
 	if isFinished(pg) || !isAdmitted(pg) {
 		return 0
 	}
@@ -34,14 +40,20 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[
 		c.complete(pg, v, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d pods succeeded (%d needed), %d failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
 		return 0
 	}
+	if job := c.runningJob(pg.Namespace, pods); job != "" {
+		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; waiting for Job %s, which still runs, to replace its pods", pg.Status.Succeeded, need, job), now)
+		return 0
+	}
 	left := c.cfg.ReleaseGrace
 	if waiting := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); waiting != nil && waiting.Reason == condReasonWaitingForReplacement {
 		left = waiting.LastTransitionTime.Add(c.cfg.ReleaseGrace).Sub(now)
-	} else {
-		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
-			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; failing in %s unless a replacement pod appears", pg.Status.Succeeded, need, c.cfg.ReleaseGrace), now)
 	}
 	if left > 0 {
+		// setCondition keeps the lastTransitionTime of a wait that began
+		// while a Job ran; only its message changes.
+		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; failing in %s unless a replacement pod appears", pg.Status.Succeeded, need, c.cfg.ReleaseGrace), now)
 		return left
 	}
 	c.complete(pg, v, v1alpha1.ReasonFailed, fmt.Sprintf("only %d of %d needed pods succeeded and no replacement appeared within %s; %d failed",

@@ -129,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
 	countRemoved(next, view, removed)                                    // step 11
-	finishAfter := c.finish(next, view, removed, now)                    // step 12
+	finishAfter := c.finish(next, view, pods, removed, now)              // step 12
 	pg, flushAfter, wrote, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
 		return 0, errors.Join(err, actErr)
