@@ -21,8 +21,9 @@ import (
 // the group has no group gates and at least minCount active pods. It reports
 // whether the group's gated pods should be released now. Once admitted, a
 // group stays admitted, so pods that join later (replacements, scale-up) are
-// released at once. A finished group admits nobody.
-func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
+// released at once. A finished group admits nobody. pods are the group's
+// pods, for checkOrderedReady.
+func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, now time.Time) bool {
 	key := groupKey(pg.Namespace, pg.Name)
 	if isFinished(pg) {
 		c.withdraw(key)
@@ -58,7 +59,9 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, now time.Time) boo
 			msg += "; " + rolesMsg
 		}
 		c.withdraw(key)
-		c.setWaiting(pg, v, condReasonWaitingForPods, truncate(msg), now)
+		if !c.checkOrderedReady(pg, v, pods, now) { // orderedready.go
+			c.setWaiting(pg, v, condReasonWaitingForPods, truncate(msg), now)
+		}
 		return false
 	}
 	if rolesShort {
@@ -109,6 +112,12 @@ func (c *Controller) withdraw(key string) {
 // the latest count; an event is recorded only when the reason changes, not
 // for every pod that arrives.
 func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, v *podView, reason, msg string, now time.Time) {
+	c.setNotAdmitted(pg, v, reason, msg, corev1.EventTypeNormal, reasonWaiting, now)
+}
+
+// setNotAdmitted is setWaiting with the event's type and reason: a Warning
+// when only the user can end the wait.
+func (c *Controller) setNotAdmitted(pg *v1alpha1.PodGroup, v *podView, reason, msg, eventType, eventReason string, now time.Time) {
 	// The old reason is copied: setCondition changes the condition in place.
 	oldReason := ""
 	if old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); old != nil {
@@ -116,7 +125,7 @@ func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, v *podView, reason, msg s
 	}
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
 	if oldReason != reason {
-		v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, reasonWaiting, msg) })
+		v.onceWritten(func() { c.recorder.Event(pg, eventType, eventReason, msg) })
 	}
 }
 

@@ -13,6 +13,9 @@ const (
 	reasonInvalidAnnotation  = "InvalidAnnotation"
 	reasonGroupFinished      = "PodGroupFinished"
 	reasonWaitingForGang     = "WaitingForGang"
+	// reasonOrderedReadyStatefulSet warns that a StatefulSet can never
+	// form the group's gang (orderedready.go).
+	reasonOrderedReadyStatefulSet = "OrderedReadyStatefulSet"
 )
 
 // Condition reasons written by the controller.
@@ -26,4 +29,7 @@ const (
 	condReasonMinCountBound         = "MinCountBound"
 	condReasonOtherSchedulingGates  = "OtherSchedulingGates"
 	condReasonWaitingForReplacement = "WaitingForReplacement"
+	// condReasonOrderedReadyStatefulSet: Admitted=False because a
+	// StatefulSet that creates one pod at a time controls the group's pods.
+	condReasonOrderedReadyStatefulSet = "OrderedReadyStatefulSet"
 )

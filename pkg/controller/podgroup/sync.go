@@ -87,7 +87,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	c.checkRoles(next, pods, now) // step 4b, roles.go
 	prunePlacements(next, view)
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
-	admitted := c.admit(next, view, now)                             // step 6
+	admitted := c.admit(next, view, pods, now)                       // step 6
 	markScheduled(next, view, now)                                   // step 7
 	stalledAfter := c.checkStalled(next, view, pods, now)            // step 7b
 	next.Status.ObservedGeneration = pg.Generation
