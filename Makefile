@@ -48,7 +48,18 @@ E2E_OLDEST_TESTS := \
 	TestPodEventsArrive \
 	TestValidatingWebhookOnlyForRoles \
 	TestWholeGangRestart \
-	TestResourceQuotaCountsPodGroups
+	TestResourceQuotaCountsPodGroups \
+	TestNamespaceDeletion \
+	TestJobGangsDoNotFitTogether \
+	TestJobRunningPodDeleted \
+	TestJobBackoffReachesLimit \
+	TestJobPodFailurePolicy \
+	TestJobSuspendResume \
+	TestJobDeletedCascades \
+	TestStatefulSetParallelGang \
+	TestStatefulSetOrderedReadyIsExplained \
+	TestMusterOutage \
+	TestUninstall
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # Test timeouts sized for a 2-core machine.

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+	"github.com/muster-dev/muster/test/cluster"
+)
+
+// TestUninstall runs artifacts/uninstall.sh, the uninstall that the README
+// gives, on a cluster of its own (it takes Muster away), over a gang that
+// never fit (gated pods), a running gang and a pod with another tool's
+// gate. Afterwards no pod keeps Muster's gate or finalizer, the other
+// tool's gate stays, Muster's webhook is gone so labelled pods are created
+// plain, and the namespace and muster-system are deleted.
+func TestUninstall(t *testing.T) {
+	bin, err := cluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.StartForTest(t, cluster.Options{
+		BinDir:          bin,
+		MusterBinary:    cluster.DefaultMusterBinary(bin),
+		MusterManifests: cluster.DefaultMusterManifests(),
+		MusterArgs:      musterArgs,
+	})
+	kube := kubernetes.NewForConfigOrDie(c.Config)
+	muster := versioned.NewForConfigOrDie(c.Config)
+	ctx := testContext(t, 4*time.Minute)
+	ns := "uninstall"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForDefaultServiceAccount(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	create := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating pod %s: %v", p.Name, err)
+		}
+	}
+	// A gang of 3 that runs, and one whose pods ask for more CPU than any
+	// node has, so it stays gated.
+	for _, g := range []struct {
+		name, cpu string
+	}{{"running", "100m"}, {"neverfits", "1000"}} {
+		if _, err := muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, newGroupObject(ns, g.name, 3), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			p := newPod(ns, fmt.Sprintf("%s-%d", g.name, i), podOpts{group: g.name})
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(g.cpu)
+			create(p)
+		}
+	}
+	other := newPod(ns, "other-gate", podOpts{})
+	other.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+	create(other)
+	waitFor(t, ctx, "the running gang to run", func(ctx context.Context) (bool, error) {
+		pg, err := muster.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "running", metav1.GetOptions{})
+		return err == nil && pg.Status.Scheduled == 3, nil
+	})
+
+	// The harness runs Muster as a process, not as the Deployment the script
+	// deletes: stop it the way the Deployment's deletion would.
+	c.KillMuster()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "artifacts", "uninstall.sh"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+filepath.Join(bin, cluster.KubectlBinary))
+	out, err := cmd.CombinedOutput()
+	t.Logf("artifacts/uninstall.sh:\n%s", out)
+	if err != nil {
+		t.Fatalf("artifacts/uninstall.sh: %v", err)
+	}
+
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if isGated(&p) || hasTrackingFinalizer(&p) {
+			t.Errorf("pod %s still carries Muster's gate or finalizer: gates %v, finalizers %v", p.Name, p.Spec.SchedulingGates, p.Finalizers)
+		}
+		if p.Name == "other-gate" && (len(p.Spec.SchedulingGates) != 1 || p.Spec.SchedulingGates[0].Name != "example.com/other") {
+			t.Errorf("pod other-gate lost another tool's gate: %v", p.Spec.SchedulingGates)
+		}
+	}
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "muster-pod-webhook", metav1.GetOptions{}); !isNotFound(err) {
+		t.Errorf("the mutating webhook is still installed: %v", err)
+	}
+	// A labelled pod is now created as any other, ungated.
+	create(newPod(ns, "after", podOpts{group: "running"}))
+	after, err := kube.CoreV1().Pods(ns).Get(ctx, "after", metav1.GetOptions{})
+	if err != nil || isGated(after) || hasTrackingFinalizer(after) {
+		t.Errorf("a labelled pod created after the uninstall = %+v, %v; want it plain", after.Spec.SchedulingGates, err)
+	}
+	// Nothing holds the namespace's deletion any more.
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, namespaceDeletionLimit)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(dctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return isNotFound(err), nil
+	}); err != nil {
+		t.Errorf("namespace %s not deleted within %s after the uninstall", ns, namespaceDeletionLimit)
+	}
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, cluster.MusterNamespace, metav1.GetOptions{}); err == nil {
+		// The script deletes it without waiting; its deletion must finish too.
+		waitFor(t, ctx, "namespace "+cluster.MusterNamespace+" to be deleted", func(ctx context.Context) (bool, error) {
+			_, err := kube.CoreV1().Namespaces().Get(ctx, cluster.MusterNamespace, metav1.GetOptions{})
+			return isNotFound(err), nil
+		})
+	}
+}
