@@ -1,6 +1,7 @@
 // Command localcluster runs a local control plane with Muster registered
-// with the aggregator (`make run`): etcd, kube-apiserver, kube-scheduler,
-// kwok fake nodes and muster-apiserver, until interrupted.
+// with the aggregator (`make run`): etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok fake nodes, the JobSet
+// controller and muster-apiserver, until interrupted.
 package main
 
 import (
@@ -46,7 +47,8 @@ func run() error {
 	flag.StringVar(&opts.NodeMemory, "node-memory", "256Gi", "memory capacity of each node")
 	flag.IntVar(&opts.NodePods, "node-pods", 110, "pod capacity of each node")
 	flag.StringVar(&out, "out", "_out", "work dir for certificates, kubeconfig, etcd data and logs")
-	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory with etcd, kube-apiserver, kube-scheduler, kwok and kubectl")
+	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory with the control-plane binaries, etcd, kwok and kubectl (hack/build-tools.sh)")
+	flag.BoolVar(&opts.JobSet, "jobset", true, "run the JobSet controller (sigs.k8s.io/jobset) with its CRDs and webhooks")
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable)")
 	flag.Var(&manifests, "muster-manifest", "YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
@@ -131,6 +133,9 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	if c.MusterURL != "" {
 		fmt.Printf("muster-apiserver %s, registered as APIService %s\n", c.MusterURL, cluster.MusterAPIServiceName)
 	}
+	if opts.JobSet {
+		fmt.Printf("jobset controller (sigs.k8s.io/jobset), serving JobSets (jobset.x-k8s.io/v1alpha2)\n")
+	}
 	fmt.Printf("\ntry:\n")
 	fmt.Printf("  %s --kubeconfig %s get nodes\n", kubectl, kubeconfig)
 	if c.MusterURL != "" {
@@ -140,7 +145,14 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	}
 	fmt.Printf("  %s --kubeconfig %s run demo --image=busybox --restart=Never --annotations=%s=30s\n", kubectl, kubeconfig, cluster.RunForAnnotation)
 	fmt.Printf("\nor, with the kubectl that make run built on your PATH:\n  export PATH=%s:$PATH KUBECONFIG=%s\n  kubectl get pg -A\n", filepath.Join(out, "bin"), kubeconfig)
-	fmt.Printf("logs: %s/{etcd,kube-apiserver,kube-scheduler,kwok,muster-apiserver}.log\n", filepath.Join(out, "logs"))
+	logs := []string{"etcd", "kube-apiserver", cluster.ControllerManagerComponent, "kube-scheduler", "kwok"}
+	if opts.JobSet {
+		logs = append(logs, cluster.JobSetComponent)
+	}
+	if c.MusterURL != "" {
+		logs = append(logs, "muster-apiserver")
+	}
+	fmt.Printf("logs: %s/{%s}.log\n", filepath.Join(out, "logs"), strings.Join(logs, ","))
 	fmt.Printf("press Ctrl-C to stop\n")
 }
 

@@ -103,6 +103,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		{"kwok", c.startKwok},
 		{"fake nodes", c.createNodes},
 	}
+	if c.opts.JobSet {
+		steps = append(steps, step{"jobset", c.startJobSet})
+	}
 	if c.opts.MusterBinary != "" && c.opts.MusterEtcd {
 		steps = append(steps, step{"muster-etcd", c.startMusterEtcd})
 	}
@@ -157,7 +160,7 @@ func (c *Cluster) Exited() []string {
 }
 
 // LogPath returns the log file of a component (etcd, kube-apiserver,
-// kube-scheduler, kwok, muster-apiserver).
+// kube-controller-manager, kube-scheduler, kwok, muster-apiserver).
 func (c *Cluster) LogPath(component string) string {
 	return filepath.Join(c.logDir(), component+".log")
 }

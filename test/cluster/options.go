@@ -69,6 +69,13 @@ type Options struct {
 	// starts, for example the RBAC its service account needs.
 	MusterManifests []string
 
+	// JobSet runs the JobSet controller (sigs.k8s.io/jobset, the workload
+	// controller Kubeflow Trainer builds on) once the fake nodes are up:
+	// its CRDs, its ClusterRole, the controller as its service account, and
+	// its webhooks trusted through the cluster CA. It needs the jobset
+	// binary and its manifests in BinDir (hack/build-tools.sh jobset).
+	JobSet bool
+
 	// APIServerArgs, ControllerManagerArgs and SchedulerArgs are appended to
 	// the harness's flags for kube-apiserver, kube-controller-manager and
 	// kube-scheduler, e.g. --feature-gates.
@@ -149,11 +156,17 @@ func (o Options) MissingBinaries() []string {
 	if o.MusterBinary != "" {
 		paths = append(paths, o.MusterBinary)
 	}
+	if o.JobSet {
+		paths = append(paths, o.binary(JobSetBinary))
+	}
 	var missing []string
 	for _, p := range paths {
 		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 			missing = append(missing, p)
 		}
+	}
+	if o.JobSet {
+		missing = append(missing, o.missingJobSetManifests()...)
 	}
 	return missing
 }

@@ -1,8 +1,9 @@
 // Package e2e runs Muster inside a real control plane: etcd, kube-apiserver
-// with the aggregator, kube-scheduler and kwok nodes, all built from the Go
-// module proxy by hack/build-tools.sh, with muster-apiserver registered as an
-// APIService and as the pod webhook. One cluster serves the whole suite; each
-// test works in its own namespace.
+// with the aggregator, kube-controller-manager, kube-scheduler and kwok
+// nodes, all built from the Go module proxy by hack/build-tools.sh, with
+// muster-apiserver registered as an APIService and as the pod webhook, and
+// the JobSet controller beside them. One cluster serves the whole suite;
+// each test works in its own namespace.
 package e2e
 
 import (
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	opts := cluster.Options{MusterArgs: musterArgs, MusterManifests: cluster.DefaultMusterManifests()}
+	opts := cluster.Options{MusterArgs: musterArgs, MusterManifests: cluster.DefaultMusterManifests(), JobSet: true}
 	return cluster.RunSuite("e2e", opts, false, func(c *cluster.Cluster) int {
 		env = c
 		cfg := rest.CopyConfig(env.Config)

@@ -1,0 +1,376 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+	"sigs.k8s.io/yaml"
+)
+
+// Files of the JobSet controller (sigs.k8s.io/jobset), which
+// hack/build-tools.sh builds into Options.BinDir with the CRDs and the
+// ClusterRole of the pinned release beside it.
+const (
+	JobSetBinary   = "jobset"
+	JobSetCRDsFile = "jobset-crds.yaml"
+	JobSetRBACFile = "jobset-rbac.yaml"
+)
+
+// Names the JobSet controller runs under, those of its upstream manifests
+// (config/default: namespace jobset-system, prefix jobset-).
+const (
+	// JobSetComponent is the JobSet controller process, which Restart can
+	// restart.
+	JobSetComponent      = "jobset"
+	JobSetNamespace      = "jobset-system"
+	JobSetServiceAccount = "jobset-controller-manager"
+	jobSetRoleName       = "jobset-manager-role"
+	jobSetWebhookPrefix  = "jobset-"
+)
+
+// JobSetResource is the JobSet API the controller serves through its CRD.
+var JobSetResource = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// jobSetConfig is JobSet's Configuration file. The harness serves its
+// webhooks with the cluster CA's certificate for 127.0.0.1, so JobSet's own
+// certificate rotation (which writes a Secret and patches the webhook
+// configurations of its Deployment's Service) is off. No leader election:
+// one replica, and several clusters on one machine never wait on each
+// other. No metrics server: nothing scrapes it, and it would need a
+// certificate and delegated authorization of its own.
+const jobSetConfig = `apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %q
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+clientConnection:
+  qps: 500
+  burst: 500
+`
+
+// startJobSet installs JobSet's CRDs, gives the controller its service
+// account's identity and the ClusterRole of the pinned release, runs it
+// against kube-apiserver and registers its webhooks, trusted through the
+// cluster CA. It returns once the webhooks answer: a JobSet created before
+// would miss its defaulting.
+func (c *Cluster) startJobSet(ctx context.Context) error {
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("creating dynamic client: %w", err)
+	}
+	if err := installCRDs(ctx, dyn, c.opts.binary(JobSetCRDsFile), c.opts.StartTimeout); err != nil {
+		return err
+	}
+	if err := c.grantJobSet(ctx); err != nil {
+		return err
+	}
+	kubeconfig, certDir, err := c.jobSetCredentials()
+	if err != nil {
+		return err
+	}
+	// ports[0] serves the webhooks (TLS), ports[1] the health probes.
+	start := func(ports []int) (*process, error) {
+		configPath := filepath.Join(c.opts.WorkDir, "jobset.yaml")
+		if err := os.WriteFile(configPath, fmt.Appendf(nil, jobSetConfig, ports[0], certDir, ports[1]), 0o600); err != nil {
+			return nil, fmt.Errorf("writing JobSet config: %w", err)
+		}
+		args := []string{"--kubeconfig=" + kubeconfig, "--config=" + configPath}
+		return startProcess(JobSetComponent, c.opts.binary(JobSetBinary), args, c.logDir())
+	}
+	ready := func(ctx context.Context, p *process, ports []int) error {
+		// readyz passes once the webhook server listens with its certificate.
+		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
+		return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return httpOK(ctx, url) })
+	}
+	p, ports, err := launch(ctx, 2, start, ready)
+	if err != nil {
+		return fmt.Errorf("starting jobset: %w", err)
+	}
+	c.register(JobSetComponent, p, ports, start, ready)
+	return c.registerJobSetWebhooks(ctx, fmt.Sprintf("https://127.0.0.1:%d", ports[0]))
+}
+
+// missingJobSetManifests lists JobSet's manifests that are not in BinDir.
+func (o Options) missingJobSetManifests() []string {
+	var missing []string
+	for _, name := range []string{JobSetCRDsFile, JobSetRBACFile} {
+		if info, err := os.Stat(o.binary(name)); err != nil || info.IsDir() {
+			missing = append(missing, o.binary(name))
+		}
+	}
+	return missing
+}
+
+// installCRDs creates every CustomResourceDefinition of a multi-document
+// YAML file and waits until each is Established. JobSet's CRD is 800 KB,
+// more than the last-applied annotation of a client-side kubectl apply can
+// hold, so it is created directly.
+func installCRDs(ctx context.Context, dyn dynamic.Interface, path string, timeout time.Duration) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading CRDs (run hack/build-tools.sh jobset): %w", err)
+	}
+	crds := dyn.Resource(crdResource)
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var names []string
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return fmt.Errorf("decoding %s: %w", path, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetKind() != "CustomResourceDefinition" {
+			return fmt.Errorf("%s holds a %s, want only CustomResourceDefinitions", path, obj.GetKind())
+		}
+		if _, err := crds.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CRD %s: %w", obj.GetName(), err)
+		}
+		names = append(names, obj.GetName())
+	}
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, cond := range conditions {
+				m, ok := cond.(map[string]any)
+				if ok && m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// grantJobSet creates JobSet's namespace and service account, and binds
+// that account to the ClusterRole JobSet's release ships
+// (config/components/rbac/role.yaml), under the name its kustomization
+// gives it. The role lists what the controller and its webhooks use; the
+// Secret and webhook-configuration rights of its certificate rotation are
+// not needed here.
+func (c *Cluster) grantJobSet(ctx context.Context) error {
+	data, err := os.ReadFile(c.opts.binary(JobSetRBACFile))
+	if err != nil {
+		return fmt.Errorf("reading JobSet RBAC (run hack/build-tools.sh jobset): %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return fmt.Errorf("decoding %s: %w", c.opts.binary(JobSetRBACFile), err)
+	}
+	if role.Kind != "ClusterRole" || len(role.Rules) == 0 {
+		return fmt.Errorf("%s holds no ClusterRole rules", c.opts.binary(JobSetRBACFile))
+	}
+	role.ObjectMeta = metav1.ObjectMeta{Name: jobSetRoleName}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: jobSetRoleName + "binding"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: jobSetRoleName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: JobSetServiceAccount, Namespace: JobSetNamespace}},
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: JobSetNamespace}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: JobSetServiceAccount, Namespace: JobSetNamespace}}
+	core, rbac := c.Client.CoreV1(), c.Client.RbacV1()
+	creates := []struct {
+		what   string
+		create func() error
+	}{
+		{"namespace", func() error { _, err := core.Namespaces().Create(ctx, ns, metav1.CreateOptions{}); return err }},
+		{"service account", func() error {
+			_, err := core.ServiceAccounts(JobSetNamespace).Create(ctx, sa, metav1.CreateOptions{})
+			return err
+		}},
+		{"cluster role", func() error { _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); return err }},
+		{"cluster role binding", func() error {
+			_, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			return err
+		}},
+	}
+	for _, cr := range creates {
+		if err := cr.create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating JobSet %s: %w", cr.what, err)
+		}
+	}
+	return nil
+}
+
+// jobSetCredentials writes JobSet's kubeconfig, with a client certificate
+// that names its service account as Muster's does, and the directory its
+// webhook server reads tls.crt and tls.key from: the harness's certificate
+// for 127.0.0.1, which the webhooks' caBundle trusts.
+func (c *Cluster) jobSetCredentials() (kubeconfig, certDir string, err error) {
+	ca, err := loadAuthority(c.pki.CACert, c.pki.CAKey)
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(c.WorkDir, "pki")
+	clientCert, clientKey := filepath.Join(dir, "jobset-client.crt"), filepath.Join(dir, "jobset-client.key")
+	identity := leaf{
+		commonName:   serviceAccountUser(JobSetNamespace, JobSetServiceAccount),
+		organization: []string{"system:serviceaccounts", "system:serviceaccounts:" + JobSetNamespace},
+		usages:       []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := ca.issue(identity, clientCert, clientKey); err != nil {
+		return "", "", err
+	}
+	kubeconfig = filepath.Join(c.WorkDir, "jobset.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, c.APIServerURL, c.pki.CACert, credentials{certFile: clientCert, keyFile: clientKey}); err != nil {
+		return "", "", err
+	}
+	certDir = filepath.Join(c.WorkDir, "jobset-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return "", "", fmt.Errorf("creating JobSet cert dir: %w", err)
+	}
+	for src, dst := range map[string]string{c.pki.LocalServingCert: "tls.crt", c.pki.LocalServKey: "tls.key"} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return "", "", fmt.Errorf("reading %s: %w", src, err)
+		}
+		if err := os.WriteFile(filepath.Join(certDir, dst), data, 0o600); err != nil {
+			return "", "", fmt.Errorf("writing JobSet %s: %w", dst, err)
+		}
+	}
+	return kubeconfig, certDir, nil
+}
+
+// loadAuthority reads back a CA that generatePKI wrote, to issue one more
+// leaf certificate.
+func loadAuthority(certPath, keyPath string) (*authority, error) {
+	certs, err := cert.CertsFromFile(certPath)
+	if err != nil || len(certs) == 0 {
+		return nil, fmt.Errorf("reading CA certificate %s: %v", certPath, err)
+	}
+	key, err := keyutil.PrivateKeyFromFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA key %s: %w", keyPath, err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("CA key %s is a %T, which cannot sign", keyPath, key)
+	}
+	return &authority{cert: certs[0], key: signer}, nil
+}
+
+// registerJobSetWebhooks registers JobSet's webhooks as its release
+// declares them (config/components/webhook, with the kustomization's name
+// prefix and pod selector), pointing at baseURL and trusting the cluster CA.
+// JobSet's defaulting matters: its controller expects a JobSet's success
+// policy, startup policy and completion mode to be set by it.
+func (c *Cluster) registerJobSetWebhooks(ctx context.Context, baseURL string) error {
+	caBundle, err := os.ReadFile(c.pki.CACert)
+	if err != nil {
+		return fmt.Errorf("reading CA bundle: %w", err)
+	}
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	// Only pods that JobSet created: the ones its Jobs label with the JobSet's name.
+	jobSetPods := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists,
+	}}}
+	type hook struct {
+		name, path string
+		rule       admissionregistrationv1.Rule
+		operations []admissionregistrationv1.OperationType
+		selector   *metav1.LabelSelector
+	}
+	jobSets := admissionregistrationv1.Rule{APIGroups: []string{JobSetResource.Group}, APIVersions: []string{JobSetResource.Version}, Resources: []string{JobSetResource.Resource}}
+	pods := admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}
+	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
+		url := baseURL + path
+		return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
+	}
+	rules := func(h hook) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{Operations: h.operations, Rule: h.rule}}
+	}
+
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: jobSetWebhookPrefix + "mutating-webhook-configuration"}}
+	for _, h := range []hook{
+		{"mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", jobSets, create, nil},
+		{"mpod.kb.io", "/mutate--v1-pod", pods, create, jobSetPods},
+	} {
+		mutating.Webhooks = append(mutating.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name: h.name, ClientConfig: clientConfig(h.path), Rules: rules(h), ObjectSelector: h.selector,
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: jobSetWebhookPrefix + "validating-webhook-configuration"}}
+	for _, h := range []hook{
+		{"vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset", jobSets, createUpdate, nil},
+		{"vpod.kb.io", "/validate--v1-pod", pods, create, jobSetPods},
+	} {
+		validating.Webhooks = append(validating.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name: h.name, ClientConfig: clientConfig(h.path), Rules: rules(h), ObjectSelector: h.selector,
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	admission := c.Client.AdmissionregistrationV1()
+	if _, err := admission.MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("registering JobSet's mutating webhooks: %w", err)
+	}
+	if _, err := admission.ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("registering JobSet's validating webhooks: %w", err)
+	}
+	return nil
+}
+
+// httpOK GETs a plain-HTTP loopback url and expects 200.
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
