@@ -26,7 +26,7 @@ import (
 //
 // Once Muster is back, all three go through without anyone's help.
 func TestMusterOutage(t *testing.T) {
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testContext(t, 4*time.Minute)
 	ns := namespace(t, ctx)
 	bystander := namespace(t, ctx)
 	createGroup(t, ctx, ns, "gang", 2)
@@ -88,13 +88,18 @@ func TestMusterOutage(t *testing.T) {
 	}
 	restarted = true
 	t.Logf("Muster answered again after %s", time.Since(began).Round(time.Millisecond))
-	dctx, cancel := context.WithTimeout(ctx, namespaceDeletionLimit)
+	// The namespace controller retries a failed deletion with exponential
+	// backoff, at most 60s apart, and then waits its 5s grace period.
+	const recovery = 60*time.Second + namespaceDeletionLimit
+	dctx, cancel := context.WithTimeout(ctx, recovery)
 	defer cancel()
 	if err := wait.PollUntilContextCancel(dctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Namespaces().Get(ctx, bystander, metav1.GetOptions{})
 		return isNotFound(err), nil
 	}); err != nil {
-		t.Errorf("namespace %s still there %s after Muster came back", bystander, namespaceDeletionLimit)
+		t.Errorf("namespace %s still there %s after Muster came back", bystander, recovery)
+	} else {
+		t.Logf("namespace %s deleted %s after Muster came back", bystander, time.Since(began).Round(time.Millisecond))
 	}
 	waitFor(t, ctx, "the deleted pod to be gone and counted", func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Pods(ns).Get(ctx, "g-0", metav1.GetOptions{})
