@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // Config is the configuration of muster-apiserver.
@@ -38,13 +40,16 @@ func (cfg *Config) Complete() CompletedConfig {
 
 // New builds the server and installs the scheduling.muster.dev group.
 func (c completedConfig) New() (*MusterServer, error) {
-	generic, err := c.GenericConfig.New("muster-apiserver", genericapiserver.NewEmptyDelegate())
-	if err != nil {
-		return nil, fmt.Errorf("creating generic server: %w", err)
-	}
 	groupInfo, err := newAPIGroupInfo(c.GenericConfig.RESTOptionsGetter, c.PodCleanup)
 	if err != nil {
 		return nil, err
+	}
+	// The handler chain is built by GenericConfig.New, and the filter needs
+	// the serializer the group is installed with, so the group comes first.
+	c.GenericConfig.BuildHandlerChainFunc = servedLikeCustomResources(c.GenericConfig.BuildHandlerChainFunc, scheduling.GroupName, groupInfo.NegotiatedSerializer)
+	generic, err := c.GenericConfig.New("muster-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("creating generic server: %w", err)
 	}
 	if err := generic.InstallAPIGroup(groupInfo); err != nil {
 		return nil, fmt.Errorf("installing scheduling.muster.dev: %w", err)
