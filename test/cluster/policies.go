@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
@@ -47,6 +48,9 @@ func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
 // bindings, as artifacts/base/policies.yaml does.
 func (c *Cluster) registerPolicies(ctx context.Context) error {
 	if err := c.createPolicy(ctx, pods.LabelsPolicy(), pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName)); err != nil {
+		return err
+	}
+	if err := c.createPolicy(ctx, podgroup.OrderedReadyPolicy(), podgroup.OrderedReadyPolicyBinding()); err != nil {
 		return err
 	}
 	return c.createPolicy(ctx, pods.WritesPolicy(MusterNamespace, MusterService), pods.WritesPolicyBinding())

@@ -9,6 +9,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
 )
 
 // TestArtifactsMatchBuilder keeps artifacts/base/webhooks.yaml, which
@@ -65,6 +67,8 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 		PolicyBinding(Config{}, LabelsPolicyName),
 		WritesPolicy("muster-system", "muster-apiserver"),
 		WritesPolicyBinding(),
+		podgroup.OrderedReadyPolicy(),
+		podgroup.OrderedReadyPolicyBinding(),
 	}
 	if len(docs) != len(want) {
 		t.Fatalf("policies.yaml has %d documents, want %d", len(docs), len(want))
