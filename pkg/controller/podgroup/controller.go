@@ -46,6 +46,8 @@ type Controller struct {
 
 	podIndexer cache.Indexer
 	pgLister   listers.PodGroupLister
+	// pgIndexer finds the groups a Job or StatefulSet owns (OwnerIndex).
+	pgIndexer  cache.Indexer
 	nsLister   corelisters.NamespaceLister
 	jobLister  batchlisters.JobLister
 	stsLister  appslisters.StatefulSetLister
@@ -117,12 +119,16 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 	if err := addOwnerIndexer(pods.Informer()); err != nil {
 		return nil, fmt.Errorf("indexing pods by owner: %w", err)
 	}
+	if err := addGroupOwnerIndexer(podGroups.Informer()); err != nil {
+		return nil, fmt.Errorf("indexing PodGroups by owner: %w", err)
+	}
 	c := &Controller{
 		cfg:          cfg,
 		kube:         kube,
 		muster:       muster,
 		podIndexer:   pods.Informer().GetIndexer(),
 		pgLister:     podGroups.Lister(),
+		pgIndexer:    podGroups.Informer().GetIndexer(),
 		nsLister:     namespaces.Lister(),
 		jobLister:    inf.Jobs.Lister(),
 		stsLister:    inf.StatefulSets.Lister(),

@@ -40,7 +40,7 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Po
 		c.complete(pg, v, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d pods succeeded (%d needed), %d failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
 		return 0
 	}
-	if job := c.runningJob(pg.Namespace, pods); job != "" {
+	if job := c.runningJob(pg, pods); job != "" {
 		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
 			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; waiting for Job %s, which still runs, to replace its pods", pg.Status.Succeeded, need, job), now)
 		return 0

@@ -7,33 +7,46 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 // runningJob is step 12's question for a group with no active pod and too
-// few successes: is a Job that controls some of its pods still running? The
-// Job controller replaces failed pods only after a backoff (10s, 20s, 40s,
-// ... up to 6 minutes), and a suspended Job not at all until it is resumed,
-// so a group that failed after --release-grace would leave the Job's next
-// pods gated for ever, and the Job would never reach its backoffLimit. It
-// returns the name of such a Job (the first by name, so that the message
-// is stable), or "" if none runs: none of the pods that still exist has a
-// Job for controller, or each such Job has ended (a Complete or Failed
-// condition that is True), or is gone (not in the cache, or replaced by
-// another of the same name).
-func (c *Controller) runningJob(namespace string, pods []*corev1.Pod) string {
+// few successes: is a Job that owns the group, or controls some of its
+// pods, still running? The Job controller replaces failed pods only after a
+// backoff (10s, 20s, 40s, ... up to 6 minutes), and a suspended Job not at
+// all until it is resumed, so a group that failed after --release-grace
+// would leave the Job's next pods gated for ever, and the Job would never
+// reach its backoffLimit. The group's own owner reference counts because a
+// suspended Job deletes every pod: the controller names the Job as the
+// owner of a group it creates from the Job's pods (createdGroupOwners). It
+// returns the name of such a Job (the first by name, so that the message is
+// stable), or "" if none runs: each such Job has ended (a Complete or
+// Failed condition that is True), or is gone (not in the cache, or
+// replaced by another of the same name).
+func (c *Controller) runningJob(pg *v1alpha1.PodGroup, pods []*corev1.Pod) string {
 	seen := sets.New[types.UID]()
 	var running []string
-	for _, p := range pods {
-		name, uid, ok := ownedBy(p, jobOwner)
-		if !ok || seen.Has(uid) {
-			continue
+	consider := func(name string, uid types.UID) {
+		if seen.Has(uid) {
+			return
 		}
 		seen.Insert(uid)
-		job, err := c.jobLister.Jobs(namespace).Get(name)
+		job, err := c.jobLister.Jobs(pg.Namespace).Get(name)
 		if err != nil || job.UID != uid || jobEnded(job) {
-			continue
+			return
 		}
 		running = append(running, name)
+	}
+	for _, ref := range pg.OwnerReferences {
+		if (ownerKind{ref.APIVersion, ref.Kind}) == jobOwner {
+			consider(ref.Name, ref.UID)
+		}
+	}
+	for _, p := range pods {
+		if name, uid, ok := ownedBy(p, jobOwner); ok {
+			consider(name, uid)
+		}
 	}
 	if len(running) == 0 {
 		return ""

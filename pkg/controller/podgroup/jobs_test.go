@@ -68,6 +68,21 @@ func TestSyncFinishWaitsForARunningJob(t *testing.T) {
 			wantNoCondition(t, h.group(), v1alpha1.ConditionFinished)
 		},
 	}, {
+		name: "a suspended Job deleted every pod: the group it owns (as the controller makes it) still waits for it, past the grace",
+		objs: withJob(newJob("train", batchv1.JobSuspended), groupOwnedBy(admitted(2), newJob("train"), 2)),
+		check: func(t *testing.T, h *harness) {
+			h.step(time.Hour)
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, waitingForTrain)
+		},
+	}, {
+		name:    "a group owned by a Job that ended, with no pod left, fails after the grace as before",
+		objs:    withJob(newJob("train", batchv1.JobFailed), groupOwnedBy(admitted(2), newJob("train"), 2)),
+		requeue: 30 * time.Second,
+		check: func(t *testing.T, h *harness) {
+			h.step(30 * time.Second)
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonFailed, "")
+		},
+	}, {
 		name: "a Job that failed ends the wait: the group, waiting longer than the grace, fails at once",
 		objs: withJob(newJob("train"), admitted(2), failedPods(ofJob("train"))...),
 		check: func(t *testing.T, h *harness) {
@@ -187,4 +202,13 @@ func TestSyncFinishWaitsForARunningJob(t *testing.T) {
 			tc.check(t, h)
 		})
 	}
+}
+
+// groupOwnedBy makes job an owner of the group, as the controller does for a
+// group it creates from the Job's pods, and records failed pods already
+// counted (their pods are gone).
+func groupOwnedBy(pg *v1alpha1.PodGroup, job *batchv1.Job, failed int32) *v1alpha1.PodGroup {
+	pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}
+	pg.Status.Failed = failed
+	return pg
 }

@@ -63,6 +63,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		}
 		return nil
 	}
+	pg.OwnerReferences = createdGroupOwners(from)
 	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: scheduling.ControllerName})
 	switch {
 	case apierrors.IsAlreadyExists(err):

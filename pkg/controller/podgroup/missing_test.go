@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,6 +51,36 @@ func TestSyncMissingGroup(t *testing.T) {
 			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 3},
 		}}},
 		events: []string{"Normal PodGroupCreated created PodGroup pg"},
+	}, {
+		name: "a group created from a Job's pods names the Job as its owner, so the garbage collector deletes it with the Job; the Job does not control it",
+		objs: objects(nil, newPod("p-0", minCount("2"), ofJob("train"))),
+		from: "p-0",
+		want: &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
+			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 2},
+		}}},
+		events: []string{"Normal PodGroupCreated created PodGroup pg"},
+		check: func(t *testing.T, h *harness) {
+			want := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: newJob("train").UID}}
+			if got := h.created().OwnerReferences; !reflect.DeepEqual(got, want) {
+				t.Errorf("owner references = %+v, want %+v", got, want)
+			}
+		},
+	}, {
+		name: "a group created from a StatefulSet's pods is owned by the StatefulSet; from plain pods, by nobody",
+		objs: objects(nil, newPod("web-0", minCount("2"), ofStatefulSet("web"))),
+		from: "web-0",
+		want: &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
+			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 2},
+		}}},
+		events: []string{"Normal PodGroupCreated created PodGroup pg"},
+		check: func(t *testing.T, h *harness) {
+			if got := h.created().OwnerReferences; len(got) != 1 || got[0].Kind != "StatefulSet" || got[0].Name != "web" || got[0].Controller != nil {
+				t.Errorf("owner references = %+v, want the StatefulSet web, not as controller", got)
+			}
+			if refs := createdGroupOwners(newPod("plain")); refs != nil {
+				t.Errorf("a plain pod's group owners = %+v, want none", refs)
+			}
+		},
 	}, {
 		name: "the oldest pod with creation annotations decides the PodGroup",
 		objs: objects(nil, newPod("young", minCount("5"), createdAt(t0)), newPod("old", minCount("2"), createdAt(t0.Add(-time.Minute))),

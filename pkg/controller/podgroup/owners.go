@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 // ownerKind is an owner reference's apiVersion and kind, compared as
@@ -64,6 +66,20 @@ func keptOwners(p *corev1.Pod) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ptr.To(true)}}
 }
 
+// createdGroupOwners are the owner references of a group the controller
+// creates from pod annotations: the pod's controller, when it is a Job or a
+// StatefulSet, as a plain (not controlling) reference. Deleting the
+// workload then has the garbage collector delete its group too, as it does
+// the pods, and a group whose Job still runs waits for it even while none
+// of its pods exists (a suspended Job deleted them all).
+func createdGroupOwners(p *corev1.Pod) []metav1.OwnerReference {
+	ref := readOwner(p)
+	if ref == nil {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}}
+}
+
 // TransformOwner is the transform of the Job and StatefulSet informers: it
 // keeps identity (namespace, name, UID, resourceVersion) and what a sync
 // reads, so that every Job and StatefulSet of the cluster costs the cache a
@@ -104,18 +120,42 @@ func addOwnerIndexer(informer cache.SharedIndexInformer) error {
 	}})
 }
 
-// requeueOwned queues the groups of the pods that owner controls, from
-// OwnerIndex: an owner's event costs its own pods, never all pods.
+// addGroupOwnerIndexer installs OwnerIndex on the PodGroup informer: the
+// groups that name a Job or a StatefulSet as an owner.
+func addGroupOwnerIndexer(informer cache.SharedIndexInformer) error {
+	return informer.AddIndexers(cache.Indexers{OwnerIndex: func(obj interface{}) ([]string, error) {
+		pg, ok := obj.(*v1alpha1.PodGroup)
+		if !ok {
+			return nil, fmt.Errorf("indexing %T as a PodGroup", obj)
+		}
+		var uids []string
+		for _, ref := range pg.OwnerReferences {
+			if k := (ownerKind{ref.APIVersion, ref.Kind}); k == jobOwner || k == statefulSetOwner {
+				uids = append(uids, string(ref.UID))
+			}
+		}
+		return uids, nil
+	}})
+}
+
+// requeueOwned queues the groups of the pods that owner controls and the
+// groups it owns, from OwnerIndex: an owner's event costs its own pods and
+// groups, never all of them.
 func (c *Controller) requeueOwned(owner types.UID) {
-	objs, err := c.podIndexer.ByIndex(OwnerIndex, string(owner))
-	if err != nil {
-		return
-	}
 	keys := sets.New[string]()
-	for _, o := range objs {
-		if p := o.(*corev1.Pod); c.managedNamespace(p.Namespace) {
-			if key, ok := podGroupKey(p); ok {
-				keys.Insert(key)
+	if objs, err := c.podIndexer.ByIndex(OwnerIndex, string(owner)); err == nil {
+		for _, o := range objs {
+			if p := o.(*corev1.Pod); c.managedNamespace(p.Namespace) {
+				if key, ok := podGroupKey(p); ok {
+					keys.Insert(key)
+				}
+			}
+		}
+	}
+	if objs, err := c.pgIndexer.ByIndex(OwnerIndex, string(owner)); err == nil {
+		for _, o := range objs {
+			if pg := o.(*v1alpha1.PodGroup); c.managedNamespace(pg.Namespace) {
+				keys.Insert(groupKey(pg.Namespace, pg.Name))
 			}
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 var (
@@ -256,7 +258,10 @@ func TestOwnerEventsRequeueOnlyTheirGroups(t *testing.T) {
 		newPod("b-0", inGroup("gb"), ofJob("b")),
 		newPod("web-0", inGroup("gw"), ofStatefulSet("web")),
 		newPod("loose", inGroup("gl")),
+		ownedGroup("gd", newJob("d")),
 	}
+	dEnded := newJob("d", batchv1.JobComplete)
+	dEnded.ResourceVersion = "9"
 	jobAt := func(j *batchv1.Job, rv string) *batchv1.Job { j = j.DeepCopy(); j.ResourceVersion = rv; return j }
 	cases := []struct {
 		name  string
@@ -272,6 +277,9 @@ func TestOwnerEventsRequeueOnlyTheirGroups(t *testing.T) {
 		}, want: []string{"ns/gb"}},
 		{name: "a Job that appears after its pods queues their groups", event: func(c *Controller) { c.addOwner(b) }, want: []string{"ns/gb"}},
 		{name: "a Job without pods queues nothing", event: func(c *Controller) { c.addOwner(newJob("c")) }},
+		{name: "a Job that ends queues the group it owns, which has no pod left (a suspended Job deleted them)", event: func(c *Controller) {
+			c.updateJob(jobAt(newJob("d"), "8"), dEnded)
+		}, want: []string{"ns/gd"}},
 		{name: "a StatefulSet that appears queues the groups of its pods", event: func(c *Controller) { c.addOwner(newStatefulSet("web", "")) }, want: []string{"ns/gw"}},
 		{name: "a StatefulSet update that keeps its policy queues nothing", event: func(c *Controller) {
 			c.updateStatefulSet(newStatefulSet("web", ""), newStatefulSet("web", ""))
@@ -290,4 +298,11 @@ func TestOwnerEventsRequeueOnlyTheirGroups(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ownedGroup is an admitted group named name that job owns.
+func ownedGroup(name string, job *batchv1.Job) *v1alpha1.PodGroup {
+	pg := groupOwnedBy(admitted(2), job, 0)
+	pg.Name = name
+	return pg
 }
