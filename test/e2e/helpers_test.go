@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -209,3 +210,26 @@ func deleteAllPods(t *testing.T, ctx context.Context, ns string, within time.Dur
 
 func isNotFound(err error) bool  { return apierrors.IsNotFound(err) }
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+// waitScheduled waits until n pods of the group are bound and the group is
+// Scheduled.
+func waitScheduled(t *testing.T, ctx context.Context, ns, group string, n int32) {
+	t.Helper()
+	waitFor(t, ctx, fmt.Sprintf("%d pods of %s to be bound", n, group), func(ctx context.Context) (bool, error) {
+		pg, err := getGroup(ctx, ns, group)
+		return err == nil && pg.Status.Scheduled >= n && meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionScheduled), nil
+	})
+}
+
+// waitNamespaceGone waits up to limit for namespace ns to be deleted and
+// returns the error of the wait, and how long it took.
+func waitNamespaceGone(ctx context.Context, client kubernetes.Interface, ns string, limit time.Duration) (time.Duration, error) {
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	return time.Since(began), err
+}

@@ -179,10 +179,7 @@ func TestJobRunningPodDeleted(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
 	createJob(t, ctx, newGangJob(ns, "workers", jobOpts{pods: 3, runFor: "12s"}))
-	waitFor(t, ctx, "the gang to run", func(ctx context.Context) (bool, error) {
-		pg, err := getGroup(ctx, ns, "workers")
-		return err == nil && pg.Status.Scheduled == 3, nil
-	})
+	waitScheduled(t, ctx, ns, "workers", 3)
 	victim := jobPods(t, ctx, ns, "workers")[0]
 	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting pod %s: %v", victim.Name, err)
@@ -251,10 +248,7 @@ func TestJobSuspendResume(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	ns := namespace(t, ctx)
 	createJob(t, ctx, newGangJob(ns, "pausable", jobOpts{pods: 3, runFor: "6s"}))
-	waitFor(t, ctx, "the gang to run", func(ctx context.Context) (bool, error) {
-		pg, err := getGroup(ctx, ns, "pausable")
-		return err == nil && pg.Status.Scheduled == 3, nil
-	})
+	waitScheduled(t, ctx, ns, "pausable", 3)
 	setSuspend(t, ctx, ns, "pausable", true)
 	waitFor(t, ctx, "the suspended Job's pods to be gone", func(ctx context.Context) (bool, error) {
 		return len(jobPods(t, ctx, ns, "pausable")) == 0, nil

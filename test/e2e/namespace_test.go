@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -49,10 +48,7 @@ func TestNamespaceDeletion(t *testing.T) {
 			for i := range 2 {
 				createPod(t, ctx, newPod(ns, fmt.Sprintf("r-%d", i), podOpts{group: "running"}))
 			}
-			waitFor(t, ctx, "the gang to run", func(ctx context.Context) (bool, error) {
-				pg, err := getGroup(ctx, ns, "running")
-				return err == nil && pg.Status.Scheduled == 2 && meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionScheduled), nil
-			})
+			waitScheduled(t, ctx, ns, "running", 2)
 		}},
 		{"a gang that never fits", func(t *testing.T, ctx context.Context, ns string) {
 			createGroup(t, ctx, ns, "huge", 2)
@@ -90,25 +86,15 @@ func TestNamespaceDeletion(t *testing.T) {
 			ctx := testContext(t, 2*time.Minute)
 			ns := namespace(t, ctx)
 			tt.setUp(t, ctx, ns)
-			began := time.Now()
 			if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 				t.Fatalf("deleting namespace: %v", err)
 			}
-			dctx, cancel := context.WithTimeout(ctx, namespaceDeletionLimit)
-			defer cancel()
-			var last *corev1.Namespace
-			err := wait.PollUntilContextCancel(dctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-				got, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-				if isNotFound(err) {
-					return true, nil
-				}
-				last = got
-				return false, nil
-			})
+			took, err := waitNamespaceGone(ctx, kube, ns, namespaceDeletionLimit)
 			if err != nil {
-				t.Fatalf("namespace %s still there %s after its deletion; status %+v", ns, namespaceDeletionLimit, namespaceStatus(last))
+				got, _ := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				t.Fatalf("namespace %s still there %s after its deletion; status %s", ns, namespaceDeletionLimit, namespaceStatus(got))
 			}
-			t.Logf("namespace deleted in %s", time.Since(began).Round(time.Millisecond))
+			t.Logf("namespace deleted in %s", took.Round(time.Millisecond))
 		})
 	}
 }

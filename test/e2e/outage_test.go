@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestMusterOutage: while no muster-apiserver replica answers,
@@ -33,10 +32,7 @@ func TestMusterOutage(t *testing.T) {
 	for i := range 2 {
 		createPod(t, ctx, newPod(ns, fmt.Sprintf("g-%d", i), podOpts{group: "gang"}))
 	}
-	waitFor(t, ctx, "the gang to run", func(ctx context.Context) (bool, error) {
-		pg, err := getGroup(ctx, ns, "gang")
-		return err == nil && pg.Status.Scheduled == 2, nil
-	})
+	waitScheduled(t, ctx, ns, "gang", 2)
 
 	env.KillMuster()
 	restarted := false
@@ -91,15 +87,10 @@ func TestMusterOutage(t *testing.T) {
 	// The namespace controller retries a failed deletion with exponential
 	// backoff, at most 60s apart, and then waits its 5s grace period.
 	const recovery = 60*time.Second + namespaceDeletionLimit
-	dctx, cancel := context.WithTimeout(ctx, recovery)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(dctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Namespaces().Get(ctx, bystander, metav1.GetOptions{})
-		return isNotFound(err), nil
-	}); err != nil {
+	if took, err := waitNamespaceGone(ctx, kube, bystander, recovery); err != nil {
 		t.Errorf("namespace %s still there %s after Muster came back", bystander, recovery)
 	} else {
-		t.Logf("namespace %s deleted %s after Muster came back", bystander, time.Since(began).Round(time.Millisecond))
+		t.Logf("namespace %s deleted %s after Muster came back", bystander, took.Round(time.Millisecond))
 	}
 	waitFor(t, ctx, "the deleted pod to be gone and counted", func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Pods(ns).Get(ctx, "g-0", metav1.GetOptions{})

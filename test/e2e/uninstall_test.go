@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
@@ -114,19 +113,11 @@ func TestUninstall(t *testing.T) {
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, namespaceDeletionLimit)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(dctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return isNotFound(err), nil
-	}); err != nil {
+	if _, err := waitNamespaceGone(ctx, kube, ns, namespaceDeletionLimit); err != nil {
 		t.Errorf("namespace %s not deleted within %s after the uninstall", ns, namespaceDeletionLimit)
 	}
-	if _, err := kube.CoreV1().Namespaces().Get(ctx, cluster.MusterNamespace, metav1.GetOptions{}); err == nil {
-		// The script deletes it without waiting; its deletion must finish too.
-		waitFor(t, ctx, "namespace "+cluster.MusterNamespace+" to be deleted", func(ctx context.Context) (bool, error) {
-			_, err := kube.CoreV1().Namespaces().Get(ctx, cluster.MusterNamespace, metav1.GetOptions{})
-			return isNotFound(err), nil
-		})
+	// The script deletes muster-system without waiting; that must finish too.
+	if _, err := waitNamespaceGone(ctx, kube, cluster.MusterNamespace, namespaceDeletionLimit); err != nil {
+		t.Errorf("namespace %s not deleted within %s after the uninstall", cluster.MusterNamespace, namespaceDeletionLimit)
 	}
 }
