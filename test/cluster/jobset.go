@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,11 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -90,7 +93,10 @@ func (c *Cluster) startJobSet(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating dynamic client: %w", err)
 	}
-	if err := installCRDs(ctx, dyn, c.opts.binary(JobSetCRDsFile), c.opts.StartTimeout); err != nil {
+	// Before 1.31, kube-apiserver compiles a CEL rule that names the field
+	// "namespace" (a CEL reserved word) only in its escaped form.
+	escape := c.KubeVersion != nil && c.KubeVersion.LessThan(version.MajorMinor(1, 31))
+	if err := installCRDs(ctx, dyn, c.opts.binary(JobSetCRDsFile), escape, c.opts.StartTimeout); err != nil {
 		return err
 	}
 	if err := c.grantJobSet(ctx); err != nil {
@@ -136,8 +142,9 @@ func (o Options) missingJobSetManifests() []string {
 // installCRDs creates every CustomResourceDefinition of a multi-document
 // YAML file and waits until each is Established. JobSet's CRD is 800 KB,
 // more than the last-applied annotation of a client-side kubectl apply can
-// hold, so it is created directly.
-func installCRDs(ctx context.Context, dyn dynamic.Interface, path string, timeout time.Duration) error {
+// hold, so it is created directly. With escapeNamespace, the field name
+// namespace in validation rules is escaped (escapeNamespaceField).
+func installCRDs(ctx context.Context, dyn dynamic.Interface, path string, escapeNamespace bool, timeout time.Duration) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading CRDs (run hack/build-tools.sh jobset): %w", err)
@@ -158,6 +165,11 @@ func installCRDs(ctx context.Context, dyn dynamic.Interface, path string, timeou
 		}
 		if obj.GetKind() != "CustomResourceDefinition" {
 			return fmt.Errorf("%s holds a %s, want only CustomResourceDefinitions", path, obj.GetKind())
+		}
+		if escapeNamespace {
+			if n := escapeNamespaceField(obj.Object); n > 0 {
+				klog.FromContext(ctx).Info("Escaped the field name namespace in CEL rules for this kube-apiserver", "crd", obj.GetName(), "rules", n)
+			}
 		}
 		if _, err := crds.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating CRD %s: %w", obj.GetName(), err)
@@ -184,6 +196,52 @@ func installCRDs(ctx context.Context, dyn dynamic.Interface, path string, timeou
 		}
 	}
 	return nil
+}
+
+// namespaceField is the field namespace selected in a CEL expression
+// (t.metadata.namespace), and not a longer name that starts with it.
+var namespaceField = regexp.MustCompile(`\.namespace\b`)
+
+// escapeNamespaceField rewrites t.metadata.namespace to
+// t.metadata.__namespace__ in every x-kubernetes-validations rule and
+// message expression under node, and returns how many it changed.
+// namespace is a CEL reserved word, so Kubernetes' CEL declares a field of
+// that name as __namespace__; from 1.31 kube-apiserver also resolves the
+// plain name (environment compatibility version 1.31), and 1.30 rejects the
+// CRD ("undefined field 'namespace'"). JobSet v0.11 and v0.12 write the
+// plain name in one rule of spec.volumeClaimPolicies, so on 1.30 the
+// harness installs the same check in the form 1.30 compiles. The rewrite is
+// textual: a quoted string with ".namespace" in a rule would change too,
+// which JobSet's rules do not have.
+func escapeNamespaceField(node any) int {
+	changed := 0
+	switch n := node.(type) {
+	case map[string]any:
+		for key, value := range n {
+			rules, isRules := value.([]any)
+			if key != "x-kubernetes-validations" || !isRules {
+				changed += escapeNamespaceField(value)
+				continue
+			}
+			for _, r := range rules {
+				rule, ok := r.(map[string]any)
+				if !ok {
+					continue
+				}
+				for _, field := range []string{"rule", "messageExpression"} {
+					if expr, ok := rule[field].(string); ok && namespaceField.MatchString(expr) {
+						rule[field] = namespaceField.ReplaceAllString(expr, ".__namespace__")
+						changed++
+					}
+				}
+			}
+		}
+	case []any:
+		for _, item := range n {
+			changed += escapeNamespaceField(item)
+		}
+	}
+	return changed
 }
 
 // grantJobSet creates JobSet's namespace and service account, and binds
