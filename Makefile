@@ -56,6 +56,7 @@ E2E_OLDEST_TESTS := \
 	TestJobPodFailurePolicy \
 	TestJobSuspendResume \
 	TestJobDeletedCascades \
+	TestJobSetGang \
 	TestStatefulSetParallelGang \
 	TestStatefulSetOrderedReadyIsExplained \
 	TestMusterOutage \
