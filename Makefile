@@ -78,7 +78,7 @@ help: ## List the targets.
 build: ## Build bin/muster-apiserver.
 	$(GO) build -o $(BIN)/muster-apiserver ./cmd/muster-apiserver
 
-tools: ## Build kube-apiserver, kube-scheduler, kubectl (of KUBE_VERSION), etcd and kwok (only what changed).
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok and jobset (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
 run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release.
