@@ -159,7 +159,7 @@ func TestJobGangsDoNotFitTogether(t *testing.T) {
 	// pods end.
 	stop := make(chan struct{})
 	monitor := make(chan error, 1)
-	go func() { monitor <- watchGangsWhole(ctx, ns, stop, 12) }()
+	go func() { monitor <- watchGangsWhole(ctx, ns, stop, 8, 12) }()
 	for _, name := range []string{"indexed", "nonindexed"} {
 		waitJobCondition(t, ctx, ns, name, batchv1.JobComplete)
 		expectGroupCounts(t, waitGroupFinished(t, ctx, ns, name), v1alpha1.ReasonSucceeded, 8, 0)
@@ -361,10 +361,12 @@ func lastCreation(pods []corev1.Pod) time.Time {
 }
 
 // watchGangsWhole lists the pods of ns every poll interval until stop is
-// closed, and fails if a group has pods released (ungated and not ended)
-// while others of it are still gated, or if more than room pods are
-// released at once (pods released where they cannot all run).
-func watchGangsWhole(ctx context.Context, ns string, stop <-chan struct{}, room int) error {
+// closed, and fails if a group has a pod released (ungated) while fewer
+// than minCount of its pods exist, or if more than room pods are released
+// and running at once (pods released where they cannot all run). A
+// release is a set of parallel patches, so a list may catch a gang with
+// some pods already released and the rest about to be: that is whole.
+func watchGangsWhole(ctx context.Context, ns string, stop <-chan struct{}, minCount, room int) error {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
@@ -379,27 +381,25 @@ func watchGangsWhole(ctx context.Context, ns string, stop <-chan struct{}, room 
 		if err != nil {
 			continue
 		}
-		gated, released := map[string]int{}, map[string]int{}
+		exist, released, running := map[string]int{}, map[string]int{}, 0
 		for _, p := range list.Items {
 			group := p.Labels[scheduling.PodGroupLabel]
-			switch {
-			case isGated(&p):
-				gated[group]++
-			case p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
-				released[group]++
+			exist[group]++
+			if isGated(&p) {
+				continue
+			}
+			released[group]++
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running++
 			}
 		}
 		for group, n := range released {
-			if gated[group] > 0 {
-				return fmt.Errorf("gang %s partly released: %d pods released, %d gated", group, n, gated[group])
+			if exist[group] < minCount {
+				return fmt.Errorf("gang %s released %d pods while only %d of its %d existed", group, n, exist[group], minCount)
 			}
 		}
-		total := 0
-		for _, n := range released {
-			total += n
-		}
-		if total > room {
-			return fmt.Errorf("%d pods released at once, on nodes that hold %d: %v", total, room, released)
+		if running > room {
+			return fmt.Errorf("%d pods released and not ended at once, on nodes that hold %d: %v", running, room, released)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestStatefulSetParallelGang(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	monitor := make(chan error, 1)
-	go func() { monitor <- watchGangsWhole(ctx, ns, stop, 4) }()
+	go func() { monitor <- watchGangsWhole(ctx, ns, stop, 4, 4) }()
 	waitFor(t, ctx, "the StatefulSet's 4 pods to be Ready", func(ctx context.Context) (bool, error) {
 		sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
 		return err == nil && sts.Status.ReadyReplicas == 4, nil
