@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
@@ -21,9 +23,24 @@ type callKey = apicalls.Key
 type apiCalls = apicalls.Counts
 
 // scrapeAPICalls reads the controller's request counters from Muster's
-// /metrics, as the admin user (the path is authorized by the cluster).
+// /metrics, as the admin user (the path is authorized by the cluster). It
+// first waits until no namespace is being deleted: the namespaces of
+// earlier tests are deleted as they end, and the controller takes its
+// finalizer off their pods, which would count against this test.
 func scrapeAPICalls(t *testing.T, ctx context.Context) apiCalls {
 	t.Helper()
+	waitFor(t, ctx, "earlier tests' namespaces to be deleted", func(ctx context.Context) (bool, error) {
+		list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, ns := range list.Items {
+			if ns.Status.Phase == corev1.NamespaceTerminating {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	return scrapeAPICallsFrom(t, ctx, env.MusterURL)
 }
 
