@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,7 +121,7 @@ func (d *driver) audit(ctx context.Context, sets ...groupPods) (exactness, error
 			return false, nil
 		}
 		for _, p := range pods.Items {
-			if slices.Contains(p.Finalizers, scheduling.TrackingFinalizer) {
+			if scheduling.HasTrackingFinalizer(&p) {
 				e.finalizersLeft++
 			}
 			if p.DeletionTimestamp != nil {

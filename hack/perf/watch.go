@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // podTimes are the moments the driver saw one pod reach each step.
@@ -76,7 +78,7 @@ func (r *recorder) observe(obj any) {
 	if t.running.IsZero() && pod.Status.Phase == corev1.PodRunning {
 		t.running = now
 	}
-	if t.finished.IsZero() && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+	if t.finished.IsZero() && scheduling.IsTerminal(pod) {
 		t.finished = now
 		t.phase = pod.Status.Phase
 	}

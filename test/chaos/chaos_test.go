@@ -218,14 +218,14 @@ func (l *load) diagnose(ctx context.Context, t *testing.T) {
 	stuck := map[string][]string{}
 	var order []string
 	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if scheduling.IsTerminal(&p) {
 			continue
 		}
 		g := p.Labels[scheduling.PodGroupLabel]
 		if _, ok := stuck[g]; !ok {
 			order = append(order, g)
 		}
-		stuck[g] = append(stuck[g], fmt.Sprintf("%s %s gated=%v node=%q created=%s", p.Name, p.Status.Phase, hasGate(&p), p.Spec.NodeName, p.CreationTimestamp.Format(time.RFC3339)))
+		stuck[g] = append(stuck[g], fmt.Sprintf("%s %s gated=%v node=%q created=%s", p.Name, p.Status.Phase, scheduling.HasGate(&p), p.Spec.NodeName, p.CreationTimestamp.Format(time.RFC3339)))
 	}
 	for i, g := range order {
 		if i == 10 {

@@ -42,7 +42,7 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 		if l.byName[group] == nil {
 			continue
 		}
-		if slices.Contains(p.Finalizers, scheduling.TrackingFinalizer) {
+		if scheduling.HasTrackingFinalizer(p) {
 			o.tracked = append(o.tracked, p.Name)
 		}
 		c := o.byGroup[group]

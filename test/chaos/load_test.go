@@ -225,7 +225,7 @@ func (l *load) checkHeld(ctx context.Context, g *gang) error {
 		}
 		l.checks.Add(1)
 		for i := range list.Items {
-			if !hasGate(&list.Items[i]) {
+			if !scheduling.HasGate(&list.Items[i]) {
 				g.short.Store(true)
 			}
 		}
@@ -266,10 +266,10 @@ func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 	if g == nil {
 		return
 	}
-	if !hasGate(p) && !g.lastSent.Load() {
+	if !scheduling.HasGate(p) && !g.lastSent.Load() {
 		g.short.Store(true)
 	}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if scheduling.IsTerminal(p) {
 		if _, seen := l.seenFinish.LoadOrStore(p.Name, struct{}{}); !seen {
 			l.finished.Add(1)
 			select {
@@ -333,14 +333,4 @@ func ignoreExists(err error) error {
 		return nil
 	}
 	return err
-}
-
-// hasGate reports whether a pod still carries Muster's admission gate.
-func hasGate(p *corev1.Pod) bool {
-	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == scheduling.AdmissionGate {
-			return true
-		}
-	}
-	return false
 }

@@ -146,17 +146,13 @@ func groupPods(t *testing.T, ctx context.Context, ns, group string) []corev1.Pod
 	return list.Items
 }
 
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
 // expectPinnedWhereBound checks that each released pod carries exactly one
 // pin and that a bound pod runs on the node it was pinned to.
 func expectPinnedWhereBound(t *testing.T, pods []corev1.Pod) {
 	t.Helper()
 	for i := range pods {
 		p := &pods[i]
-		if isGated(p) {
+		if scheduling.HasGate(p) {
 			continue
 		}
 		pinned := capacity.PinnedNode(p)
@@ -211,7 +207,7 @@ func TestCapacityTwoGangsDoNotFitTogether(t *testing.T) {
 		pods := listPods(t, ctx, ns)
 		for i := range pods {
 			p := &pods[i]
-			if p.Spec.NodeName != "" && !isTerminal(p) {
+			if p.Spec.NodeName != "" && !scheduling.IsTerminal(p) {
 				running[p.Labels[scheduling.PodGroupLabel]]++
 			}
 		}
@@ -364,7 +360,7 @@ func TestCapacityLeaderKilledMidRelease(t *testing.T) {
 		recorded[pl.Pod] = pl.Node
 	}
 	for _, p := range groupPods(t, ctx, ns, "g") {
-		if !isGated(&p) {
+		if !scheduling.HasGate(&p) {
 			t.Fatalf("pod %s was released although the policy denies Muster's pod writes", p.Name)
 		}
 	}

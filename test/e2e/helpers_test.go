@@ -163,30 +163,19 @@ func listPods(t *testing.T, ctx context.Context, ns string) []corev1.Pod {
 	return list.Items
 }
 
-func isGated(p *corev1.Pod) bool {
-	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == scheduling.AdmissionGate {
-			return true
-		}
-	}
-	return false
-}
-
-func hasTrackingFinalizer(p *corev1.Pod) bool {
-	for _, f := range p.Finalizers {
-		if f == scheduling.TrackingFinalizer {
-			return true
-		}
-	}
-	return false
-}
+// isGated and hasTrackingFinalizer are the API package's predicates, under
+// the names the e2e tests already call them by.
+var (
+	isGated              = scheduling.HasGate
+	hasTrackingFinalizer = scheduling.HasTrackingFinalizer
+)
 
 // expectNoFinalizers asserts that no pod in ns keeps Muster's finalizer.
 func expectNoFinalizers(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
 	waitFor(t, ctx, "no pod to keep the tracking finalizer", func(ctx context.Context) (bool, error) {
 		for _, p := range listPods(t, ctx, ns) {
-			if hasTrackingFinalizer(&p) {
+			if scheduling.HasTrackingFinalizer(&p) {
 				return false, nil
 			}
 		}

@@ -51,11 +51,11 @@ func TestSyncAccount(t *testing.T) {
 				if want := []string{finalizerPatch(newPod(n), 0)}; !slices.Equal(patches[n], want) {
 					t.Errorf("patches of %s:\n got %s\nwant %s", n, patches[n], want)
 				}
-				if hasTrackingFinalizer(h.pod(n)) {
+				if scheduling.HasTrackingFinalizer(h.pod(n)) {
 					t.Errorf("%s keeps its tracking finalizer", n)
 				}
 			}
-			if !hasTrackingFinalizer(h.pod("busy")) {
+			if !scheduling.HasTrackingFinalizer(h.pod("busy")) {
 				t.Errorf("the running pod lost its tracking finalizer")
 			}
 		},
@@ -188,7 +188,7 @@ func TestSyncAccount(t *testing.T) {
 			wantUncounted(t, writes[0], nil, uids("killed"))
 			pg := h.group()
 			wantCounts(t, pg, 0, 1)
-			if hasTrackingFinalizer(h.pod("killed")) {
+			if scheduling.HasTrackingFinalizer(h.pod("killed")) {
 				t.Errorf("killed keeps its finalizer")
 			}
 		},
@@ -210,7 +210,7 @@ func TestSyncAccount(t *testing.T) {
 			h.step(11 * time.Second)
 			pg = h.group()
 			wantCounts(t, pg, 0, 1)
-			if hasTrackingFinalizer(h.pod("leaving")) {
+			if scheduling.HasTrackingFinalizer(h.pod("leaving")) {
 				t.Errorf("leaving keeps its finalizer after its grace period")
 			}
 		},
@@ -251,7 +251,7 @@ func TestSyncAccount(t *testing.T) {
 				wantUncounted(t, w, nil, nil)
 				wantCounts(t, w, 0, 0)
 			}
-			if hasTrackingFinalizer(h.pod("never-ran")) {
+			if scheduling.HasTrackingFinalizer(h.pod("never-ran")) {
 				t.Errorf("never-ran keeps its finalizer")
 			}
 		},
@@ -259,10 +259,10 @@ func TestSyncAccount(t *testing.T) {
 		name: "a gated pod deleted before admission loses its finalizer without being counted",
 		objs: objects(newGroup(2), newPod("never-ran", deletedAt(t0.Add(30*time.Second))), newPod("waiting")),
 		check: func(t *testing.T, h *harness) {
-			if hasTrackingFinalizer(h.pod("never-ran")) {
+			if scheduling.HasTrackingFinalizer(h.pod("never-ran")) {
 				t.Errorf("never-ran keeps its finalizer")
 			}
-			if !hasTrackingFinalizer(h.pod("waiting")) {
+			if !scheduling.HasTrackingFinalizer(h.pod("waiting")) {
 				t.Errorf("waiting lost its finalizer")
 			}
 			wantCounts(t, h.group(), 0, 0)
@@ -403,7 +403,7 @@ func TestSyncCountsExactlyOnce(t *testing.T) {
 		wantUncounted(t, pg, nil, nil)
 		wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
 		for i := range n {
-			if p := after.pod(fmt.Sprintf("p-%d", i)); hasTrackingFinalizer(p) {
+			if p := after.pod(fmt.Sprintf("p-%d", i)); scheduling.HasTrackingFinalizer(p) {
 				t.Errorf("%s keeps its finalizer", p.Name)
 			}
 		}

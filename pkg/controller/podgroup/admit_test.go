@@ -125,7 +125,7 @@ func TestSyncAdmit(t *testing.T) {
 				if got := gateNames(p); !slices.Equal(got, want) {
 					t.Errorf("gates of %s = %v, want %v", name, got, want)
 				}
-				if !hasTrackingFinalizer(p) {
+				if !scheduling.HasTrackingFinalizer(p) {
 					t.Errorf("%s lost its tracking finalizer on admission", name)
 				}
 			}

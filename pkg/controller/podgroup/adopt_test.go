@@ -42,7 +42,7 @@ func TestSyncAdopt(t *testing.T) {
 				if want := []string{before[n]}; !slices.Equal(patches[n], want) {
 					t.Errorf("patches of %s:\n got %s\nwant %s", n, patches[n], want)
 				}
-				if p := h.pod(n); !hasTrackingFinalizer(p) {
+				if p := h.pod(n); !scheduling.HasTrackingFinalizer(p) {
 					t.Errorf("%s not adopted: finalizers %v", n, p.Finalizers)
 				}
 			}
@@ -64,7 +64,7 @@ func TestSyncAdopt(t *testing.T) {
 			wantCounts(t, pg, 2, 0)
 			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
 			for _, n := range []string{"p-0", "p-1"} {
-				if p := h.pod(n); hasTrackingFinalizer(p) {
+				if p := h.pod(n); scheduling.HasTrackingFinalizer(p) {
 					t.Errorf("%s keeps the finalizer after it was counted", n)
 				}
 			}
@@ -121,11 +121,11 @@ func TestSyncAdopt(t *testing.T) {
 		},
 		wantErr: true,
 		check: func(t *testing.T, h *harness, _ map[string]string) {
-			if p := h.pod("p-0"); hasTrackingFinalizer(p) {
+			if p := h.pod("p-0"); scheduling.HasTrackingFinalizer(p) {
 				t.Fatalf("adopted from a stale read")
 			}
 			h.step(time.Second)
-			if p := h.pod("p-0"); !hasTrackingFinalizer(p) {
+			if p := h.pod("p-0"); !scheduling.HasTrackingFinalizer(p) {
 				t.Errorf("not adopted from a fresh read: finalizers %v", p.Finalizers)
 			}
 		},

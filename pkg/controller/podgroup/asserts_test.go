@@ -98,7 +98,3 @@ func wantEvents(t *testing.T, got []string, want ...string) {
 		t.Errorf("events:\n got %q\nwant %q", g, w)
 	}
 }
-
-func hasTrackingFinalizer(p *corev1.Pod) bool {
-	return isTracked(p)
-}

@@ -1,7 +1,6 @@
 package podgroup
 
 import (
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,13 +73,13 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 	v := &podView{finished: map[types.UID]podResult{}, withFinalizer: map[types.UID]*corev1.Pod{}}
 	for _, p := range pods {
 		v.pods++
-		terminal := isTerminal(p)
+		terminal := scheduling.IsTerminal(p)
 		deleting := p.DeletionTimestamp != nil
-		tracked := isTracked(p)
+		tracked := scheduling.HasTrackingFinalizer(p)
 		if tracked {
 			v.withFinalizer[p.UID] = p
 		}
-		if hasGate(p) {
+		if scheduling.HasGate(p) {
 			v.gated++
 			v.gatedPods = append(v.gatedPods, p)
 		} else if len(p.Spec.SchedulingGates) > 0 && p.Spec.NodeName == "" && !terminal && !deleting {
@@ -97,7 +96,7 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 			v.countActiveRole(p)
 		}
 		if !tracked {
-			if !terminal && !deleting && !hasGate(p) {
+			if !terminal && !deleting && !scheduling.HasGate(p) {
 				v.untracked = append(v.untracked, p)
 			}
 			continue
@@ -122,15 +121,6 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 	return v
 }
 
-func hasGate(p *corev1.Pod) bool {
-	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == scheduling.AdmissionGate {
-			return true
-		}
-	}
-	return false
-}
-
 func isReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -138,14 +128,4 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// isTracked reports whether the pod carries the tracking finalizer.
-func isTracked(p *corev1.Pod) bool {
-	return slices.Contains(p.Finalizers, scheduling.TrackingFinalizer)
-}
-
-// isTerminal reports whether the pod has ended.
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

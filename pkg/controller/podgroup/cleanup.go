@@ -23,10 +23,10 @@ import (
 func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
 	var tracked []*corev1.Pod
 	for _, p := range pods {
-		if isTracked(p) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
+		if scheduling.HasTrackingFinalizer(p) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
 			tracked = append(tracked, p)
 		}
-		if hasGate(p) {
+		if scheduling.HasGate(p) {
 			c.warnOnce(p.UID, reasonPodGroupDeleted, func() {
 				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonPodGroupDeleted,
 					"PodGroup %s was deleted; this pod stays gated until a PodGroup of that name is created again", pg.Name)

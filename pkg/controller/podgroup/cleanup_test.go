@@ -146,7 +146,7 @@ func TestSyncCleanup(t *testing.T) {
 				if g := gateNames(p); g != nil {
 					t.Errorf("%s still gated: %v", n, g)
 				}
-				if !hasTrackingFinalizer(p) {
+				if !scheduling.HasTrackingFinalizer(p) {
 					t.Errorf("%s was released without the tracking finalizer: its end would never be counted", n)
 				}
 				succeeded(p)
@@ -179,7 +179,7 @@ func TestSyncCleanup(t *testing.T) {
 			h.reset()
 			h.sync()
 			for _, n := range []string{"p-0", "p-1"} {
-				if p := h.pod(n); gateNames(p) != nil || !hasTrackingFinalizer(p) {
+				if p := h.pod(n); gateNames(p) != nil || !scheduling.HasTrackingFinalizer(p) {
 					t.Errorf("%s: gates %v, finalizers %v; want released with the tracking finalizer", n, gateNames(p), p.Finalizers)
 				}
 			}

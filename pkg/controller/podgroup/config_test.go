@@ -132,7 +132,7 @@ func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
 }
 
 func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
-	shown := isTracked
+	shown := scheduling.HasTrackingFinalizer
 	tests := []struct {
 		name    string
 		pods    []*corev1.Pod

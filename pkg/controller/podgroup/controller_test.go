@@ -102,7 +102,7 @@ func TestRun(t *testing.T) {
 		return c != nil && c.Message == "has 2 of the 3 active pods it needs"
 	})
 	for _, n := range []string{"p-0", "p-1"} {
-		if !hasGate(getPod(n)) {
+		if !scheduling.HasGate(getPod(n)) {
 			t.Fatalf("%s was ungated before the gang was complete", n)
 		}
 	}
@@ -112,7 +112,7 @@ func TestRun(t *testing.T) {
 	}
 	waitFor("the gang to be released, each pod pinned to the node", func() bool {
 		for _, n := range []string{"p-0", "p-1", "p-2"} {
-			if p := getPod(n); hasGate(p) || capacity.PinnedNode(p) != "n1" {
+			if p := getPod(n); scheduling.HasGate(p) || capacity.PinnedNode(p) != "n1" {
 				return false
 			}
 		}
@@ -133,7 +133,7 @@ func TestRun(t *testing.T) {
 	wantUncounted(t, pg, nil, nil)
 	wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")
 	for _, n := range []string{"p-0", "p-1", "p-2"} {
-		if hasTrackingFinalizer(getPod(n)) {
+		if scheduling.HasTrackingFinalizer(getPod(n)) {
 			t.Errorf("%s keeps its finalizer", n)
 		}
 	}

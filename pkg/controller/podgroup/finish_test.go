@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -278,7 +279,7 @@ func TestSyncFinish(t *testing.T) {
 				t.Errorf("pods/active/gated = %d/%d/%d, want 3/0/0", s.Pods, s.Active, s.Gated)
 			}
 			for _, n := range []string{"p-0", "p-1", "p-2"} {
-				if p := h.pod(n); hasTrackingFinalizer(p) || len(p.Finalizers) != 0 {
+				if p := h.pod(n); scheduling.HasTrackingFinalizer(p) || len(p.Finalizers) != 0 {
 					t.Errorf("%s keeps finalizers %v", n, p.Finalizers)
 				}
 			}

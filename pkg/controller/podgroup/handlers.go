@@ -69,7 +69,7 @@ func (c *Controller) deletePod(obj interface{}) {
 // and has ended or is being deleted: Muster takes its finalizer off such a
 // pod in any namespace, managed or not, so that none is ever stuck.
 func holdsFinalizerToRelease(p *corev1.Pod) bool {
-	return isTracked(p) && (p.DeletionTimestamp != nil || isTerminal(p))
+	return scheduling.HasTrackingFinalizer(p) && (p.DeletionTimestamp != nil || scheduling.IsTerminal(p))
 }
 
 // namespaceChanged requeues the groups of a namespace that was created or
@@ -108,7 +108,7 @@ func (c *Controller) trackPod(p *corev1.Pod) {
 		return
 	}
 	if key, ok := podGroupKey(p); ok {
-		c.capacity.SetManagedPod(key, p, hasGate(p))
+		c.capacity.SetManagedPod(key, p, scheduling.HasGate(p))
 	} else {
 		// The label is gone: the pod has left the labelled informer's view.
 		c.capacity.RemoveManagedPod(p.UID)

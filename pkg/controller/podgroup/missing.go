@@ -32,7 +32,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	key := groupKey(namespace, name)
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && isTracked(p) && !c.expectations.pending(key, p.UID) {
+		if p.DeletionTimestamp != nil && scheduling.HasTrackingFinalizer(p) && !c.expectations.pending(key, p.UID) {
 			deleting = append(deleting, p)
 		}
 	}
@@ -49,7 +49,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	// user who deletes a group means it. Running and finished pods never
 	// bring it back; a gated pod that arrives after the deletion does.
 	waiting := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool {
-		return !hasGate(p) || p.DeletionTimestamp != nil || isTerminal(p)
+		return !scheduling.HasGate(p) || p.DeletionTimestamp != nil || scheduling.IsTerminal(p)
 	})
 	pg, from, handled := c.groupFromRoles(namespace, name, waiting) // rolesfrompods.go
 	if !handled {

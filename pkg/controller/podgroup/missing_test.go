@@ -129,7 +129,7 @@ func TestSyncMissingGroup(t *testing.T) {
 				t.Errorf("pods patched: %v", got)
 			}
 			for _, n := range []string{"p-0", "p-1"} {
-				if p := h.pod(n); !slices.Equal(gateNames(p), []string{scheduling.AdmissionGate}) || !hasTrackingFinalizer(p) {
+				if p := h.pod(n); !slices.Equal(gateNames(p), []string{scheduling.AdmissionGate}) || !scheduling.HasTrackingFinalizer(p) {
 					t.Errorf("%s: gates %v, finalizers %v; want it left gated and tracked", n, gateNames(p), p.Finalizers)
 				}
 			}
@@ -155,11 +155,11 @@ func TestSyncMissingGroup(t *testing.T) {
 				if want := []string{finalizerPatch(newPod(n), 0)}; !slices.Equal(patches[n], want) {
 					t.Errorf("patches of %s = %v, want %v", n, patches[n], want)
 				}
-				if hasTrackingFinalizer(h.pod(n)) {
+				if scheduling.HasTrackingFinalizer(h.pod(n)) {
 					t.Errorf("%s keeps its finalizer", n)
 				}
 			}
-			if len(patches["p-0"]) != 0 || !hasTrackingFinalizer(h.pod("p-0")) {
+			if len(patches["p-0"]) != 0 || !scheduling.HasTrackingFinalizer(h.pod("p-0")) {
 				t.Errorf("p-0 was patched: %v", patches["p-0"])
 			}
 		},

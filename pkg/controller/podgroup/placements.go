@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 	"github.com/muster-dev/muster/pkg/jsonpatch"
@@ -90,7 +91,7 @@ func splitStandIns(as []capacity.Assignment) (pods, standIns []capacity.Assignme
 func activeGated(v *podView) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range v.gatedPods {
-		if !isTerminal(p) && p.DeletionTimestamp == nil {
+		if !scheduling.IsTerminal(p) && p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
 	}
@@ -210,7 +211,7 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 	var next time.Duration
 	for _, p := range pods {
 		node := capacity.PinnedNode(p)
-		if node == "" || p.Spec.NodeName != "" || hasGate(p) || isTerminal(p) || p.DeletionTimestamp != nil {
+		if node == "" || p.Spec.NodeName != "" || scheduling.HasGate(p) || scheduling.IsTerminal(p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		since, msg, ok := capacity.Unschedulable(p)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
@@ -112,7 +113,7 @@ func TestCapacityAdmission(t *testing.T) {
 					t.Errorf("pod %s got %d patches, want 1 that pins and ungates", name, len(patches[name]))
 				}
 				p := h.pod(name)
-				if hasGate(p) {
+				if scheduling.HasGate(p) {
 					t.Errorf("pod %s still gated", name)
 				}
 				if got := capacity.PinnedNode(p); got == "" || got != nodes[name] {
@@ -167,8 +168,8 @@ func TestCapacityResumesRecordedPlacement(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")}, objects(pg, pods("p", 2, requests("1"))...)...)
 	h.sync()
 	for name, node := range map[string]string{"p-0": "n2", "p-1": "n1"} {
-		if p := h.pod(name); hasGate(p) || capacity.PinnedNode(p) != node {
-			t.Errorf("pod %s: gated=%v pinned to %q, want released on the recorded %s", name, hasGate(p), capacity.PinnedNode(p), node)
+		if p := h.pod(name); scheduling.HasGate(p) || capacity.PinnedNode(p) != node {
+			t.Errorf("pod %s: gated=%v pinned to %q, want released on the recorded %s", name, scheduling.HasGate(p), capacity.PinnedNode(p), node)
 		}
 	}
 	// Once the pods show released, the placements are pruned.
@@ -209,8 +210,8 @@ func TestCapacityJoinerPlacedAndPinned(t *testing.T) {
 		objects(admitted(1), newPod("p-0", running, onNode("n1"), requests("2")), newPod("p-1", requests("2")))...)
 	h.admitRound()
 	p := h.pod("p-1")
-	if hasGate(p) || capacity.PinnedNode(p) != "n1" {
-		t.Fatalf("joiner: gated=%v pinned to %q, want released on n1", hasGate(p), capacity.PinnedNode(p))
+	if scheduling.HasGate(p) || capacity.PinnedNode(p) != "n1" {
+		t.Fatalf("joiner: gated=%v pinned to %q, want released on n1", scheduling.HasGate(p), capacity.PinnedNode(p))
 	}
 }
 
@@ -232,8 +233,8 @@ func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 	h.observe()
 	h.sync()
 	for _, n := range []string{"p-0", "p-2"} {
-		if p := h.pod(n); hasGate(p) || capacity.PinnedNode(p) != "n1" {
-			t.Errorf("pod %s: gated=%v pinned to %q, want released on n1", n, hasGate(p), capacity.PinnedNode(p))
+		if p := h.pod(n); scheduling.HasGate(p) || capacity.PinnedNode(p) != "n1" {
+			t.Errorf("pod %s: gated=%v pinned to %q, want released on n1", n, scheduling.HasGate(p), capacity.PinnedNode(p))
 		}
 	}
 }

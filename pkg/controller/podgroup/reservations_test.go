@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
@@ -104,7 +105,7 @@ func TestSyncReservesForRolesCreatedLater(t *testing.T) {
 			} else {
 				wantNoCondition(t, pg, v1alpha1.ConditionCapacityReserved)
 			}
-			if released := !hasGate(h.pod("d")); released != tc.wantReleased {
+			if released := !scheduling.HasGate(h.pod("d")); released != tc.wantReleased {
 				t.Errorf("driver released = %v, want %v", released, tc.wantReleased)
 			}
 		})
@@ -159,12 +160,12 @@ func TestSyncWorkersClaimReservations(t *testing.T) {
 			h.sync()
 			got := h.group()
 			for name, node := range tc.wantPinned {
-				if p := h.pod(name); hasGate(p) || capacity.PinnedNode(p) != node {
-					t.Errorf("pod %s: gated=%v pinned to %q, want released on %s", name, hasGate(p), capacity.PinnedNode(p), node)
+				if p := h.pod(name); scheduling.HasGate(p) || capacity.PinnedNode(p) != node {
+					t.Errorf("pod %s: gated=%v pinned to %q, want released on %s", name, scheduling.HasGate(p), capacity.PinnedNode(p), node)
 				}
 			}
 			for _, name := range tc.wantGated {
-				if !hasGate(h.pod(name)) {
+				if !scheduling.HasGate(h.pod(name)) {
 					t.Errorf("pod %s released, want it gated", name)
 				}
 			}

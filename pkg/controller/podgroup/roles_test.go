@@ -101,7 +101,7 @@ func TestSyncRolesCountedExactlyOnce(t *testing.T) {
 		// The kubelet deletes a finished pod once nothing holds it.
 		var left []runtime.Object
 		for _, o := range h.snapshot() {
-			if p, ok := o.(*corev1.Pod); ok && !hasTrackingFinalizer(p) {
+			if p, ok := o.(*corev1.Pod); ok && !scheduling.HasTrackingFinalizer(p) {
 				continue
 			}
 			left = append(left, o)

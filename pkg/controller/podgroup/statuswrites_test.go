@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // TestStatusWritesOfAGang follows a gang of 8 whose pods arrive, start and
@@ -25,7 +27,7 @@ func TestStatusWritesOfAGang(t *testing.T) {
 		writes += len(h.statusWrites())
 	}
 	for _, p := range ps {
-		if hasGate(h.pod(p.Name)) {
+		if scheduling.HasGate(h.pod(p.Name)) {
 			t.Fatalf("%s still gated after the gang arrived", p.Name)
 		}
 	}

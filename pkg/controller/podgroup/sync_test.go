@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 func TestSoonest(t *testing.T) {
@@ -90,7 +92,7 @@ func TestSyncErrors(t *testing.T) {
 			if got := h.podPatches(); len(got) != 0 {
 				t.Errorf("finalizers removed before their UIDs were stored: %v", got)
 			}
-			if !hasTrackingFinalizer(h.pod("ok")) {
+			if !scheduling.HasTrackingFinalizer(h.pod("ok")) {
 				t.Errorf("ok lost its finalizer")
 			}
 		},
@@ -107,11 +109,11 @@ func TestSyncErrors(t *testing.T) {
 		wantErr: true,
 		check: func(t *testing.T, h *harness) {
 			for _, n := range []string{"ok", "gone"} {
-				if hasTrackingFinalizer(h.pod(n)) {
+				if scheduling.HasTrackingFinalizer(h.pod(n)) {
 					t.Errorf("%s keeps its finalizer: releasing it waited on a failed status write", n)
 				}
 			}
-			if !hasTrackingFinalizer(h.pod("fresh")) {
+			if !scheduling.HasTrackingFinalizer(h.pod("fresh")) {
 				t.Errorf("fresh lost its finalizer before its UID was stored")
 			}
 		},
@@ -124,7 +126,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 		wantErr: true,
 		check: func(t *testing.T, h *harness) {
-			if hasTrackingFinalizer(h.pod("ok")) {
+			if scheduling.HasTrackingFinalizer(h.pod("ok")) {
 				t.Errorf("ok keeps its finalizer: releasing it waited on a failed gate patch")
 			}
 			wantCounts(t, h.group(), 1, 0)

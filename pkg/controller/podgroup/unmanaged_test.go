@@ -96,7 +96,7 @@ func TestFinalizerReleasedInUnmanagedNamespace(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				released := !isTracked(o.(*corev1.Pod))
+				released := !scheduling.HasTrackingFinalizer(o.(*corev1.Pod))
 				want := false
 				for _, n := range tc.wantRelease {
 					want = want || n == p.Name

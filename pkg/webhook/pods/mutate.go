@@ -2,7 +2,6 @@ package pods
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -30,11 +29,11 @@ func mutate(pod *corev1.Pod) (ops []jsonpatch.Op, warnings []string) {
 			pod.Spec.NodeName, scheduling.AdmissionGate, group)}
 	}
 
-	if !slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == scheduling.AdmissionGate }) {
+	if !scheduling.HasGate(pod) {
 		gate := corev1.PodSchedulingGate{Name: scheduling.AdmissionGate}
 		ops = append(ops, jsonpatch.Append("/spec/schedulingGates", len(pod.Spec.SchedulingGates), gate))
 	}
-	if !slices.Contains(pod.Finalizers, scheduling.TrackingFinalizer) {
+	if !scheduling.HasTrackingFinalizer(pod) {
 		ops = append(ops, jsonpatch.Append("/metadata/finalizers", len(pod.Finalizers), scheduling.TrackingFinalizer))
 	}
 	if v, ok := pod.Labels[scheduling.ManagedLabel]; !ok || v != "true" {

@@ -1,0 +1,29 @@
+package scheduling
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The pod predicates below are the one definition of each state that the
+// controller, the webhook and the tests read off a pod, so that they can
+// never disagree about it.
+
+// HasGate reports whether a pod still carries AdmissionGate: Muster holds it
+// until its gang is admitted.
+func HasGate(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == AdmissionGate })
+}
+
+// HasTrackingFinalizer reports whether a pod carries TrackingFinalizer: its
+// end has not been counted yet, or it was never released by the controller.
+func HasTrackingFinalizer(p *corev1.Pod) bool {
+	return slices.Contains(p.Finalizers, TrackingFinalizer)
+}
+
+// IsTerminal reports whether a pod has ended: its phase is Succeeded or
+// Failed, which the kubelet never changes again.
+func IsTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
