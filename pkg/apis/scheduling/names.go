@@ -83,3 +83,9 @@ const (
 	// placed at once.
 	MaxPlacements = 5000
 )
+
+// CreatedFromPodAnnotation marks a PodGroup that the controller created from
+// its pods' annotations (KEP-976), naming the pod it was created from. Only
+// such a group is deleted once it has finished and has no pods left
+// (--created-group-ttl).
+const CreatedFromPodAnnotation = "scheduling.muster.dev/created-from-pod"

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -42,7 +43,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		for i, g := range gates {
 			names[i] = g.Name
 		}
-		c.setWaiting(pg, v, condReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
+		c.setWaiting(pg, v, scheduling.ReasonSchedulingGated, truncate(fmt.Sprintf("held by scheduling gates: %s", strings.Join(names, ", "))), now)
 		return false
 	}
 	need := minCount(pg)
@@ -60,16 +61,16 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		}
 		c.withdraw(key)
 		if !c.checkOrderedReady(pg, v, pods, now) { // orderedready.go
-			c.setWaiting(pg, v, condReasonWaitingForPods, truncate(msg), now)
+			c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(msg), now)
 		}
 		return false
 	}
 	if rolesShort {
 		c.withdraw(key)
-		c.setWaiting(pg, v, condReasonWaitingForPods, truncate(rolesMsg), now)
+		c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(rolesMsg), now)
 		return false
 	}
-	reason, msg := condReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
+	reason, msg := scheduling.ReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
 	if later > 0 && c.capacity == nil {
 		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", v.active, later)
 	}
@@ -77,7 +78,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		if !c.placeGang(key, pg, v, need, now) {
 			return false
 		}
-		reason, msg = condReasonGangFits, fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
+		reason, msg = scheduling.ReasonGangFits, fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
 		if later > 0 {
 			msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", v.active, later)
 		}
@@ -85,7 +86,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)
 	pg.Status.AdmissionTime = &t
-	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, reasonAdmitted, msg) })
+	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventAdmitted, msg) })
 	return true
 }
 
@@ -112,7 +113,7 @@ func (c *Controller) withdraw(key string) {
 // the latest count; an event is recorded only when the reason changes, not
 // for every pod that arrives.
 func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, v *podView, reason, msg string, now time.Time) {
-	c.setNotAdmitted(pg, v, reason, msg, corev1.EventTypeNormal, reasonWaiting, now)
+	c.setNotAdmitted(pg, v, reason, msg, corev1.EventTypeNormal, scheduling.EventWaiting, now)
 }
 
 // setNotAdmitted is setWaiting with the event's type and reason: a Warning
@@ -187,7 +188,7 @@ func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 		markOtherGates(pg, v, now)
 		return
 	}
-	if setCondition(pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound,
+	if setCondition(pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, scheduling.ReasonMinCountBound,
 		fmt.Sprintf("at least %d pods were bound to nodes", minCount(pg)), now) && pg.Status.StartTime == nil {
 		t := metav1.NewTime(now)
 		pg.Status.StartTime = &t
@@ -198,8 +199,8 @@ func markScheduled(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 // joined it why they stay gated.
 func (c *Controller) warnFinishedJoiners(pg *v1alpha1.PodGroup, v *podView) {
 	for _, p := range v.gatedPods {
-		c.warnOnce(p.UID, reasonGroupFinished, func() {
-			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonGroupFinished,
+		c.warnOnce(p.UID, scheduling.EventPodGroupFinished, func() {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, scheduling.EventPodGroupFinished,
 				"PodGroup %s has finished; this pod stays gated", pg.Name)
 		})
 	}

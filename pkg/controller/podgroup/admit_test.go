@@ -32,7 +32,7 @@ func TestSyncAdmit(t *testing.T) {
 				t.Errorf("pods patched: %v", got)
 			}
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, "has 2 of the 3 active pods it needs")
+			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, "has 2 of the 3 active pods it needs")
 			if pg.Status.AdmissionTime != nil {
 				t.Errorf("admissionTime = %v, want unset", pg.Status.AdmissionTime)
 			}
@@ -59,7 +59,7 @@ func TestSyncAdmit(t *testing.T) {
 		objs: objects(newGroup(2), newPod("p-0"), newPod("p-1", deletedAt(t0.Add(time.Minute)))),
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, "has 1 of the 2 active pods it needs")
+			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, "has 1 of the 2 active pods it needs")
 			if got := h.podPatches(); len(got["p-0"]) != 0 {
 				t.Errorf("p-0 patched: %v", got["p-0"])
 			}
@@ -70,7 +70,7 @@ func TestSyncAdmit(t *testing.T) {
 		objs: objects(newGroup(2), newPod("p-0"), newPod("p-1", deletedAt(t0.Add(time.Minute)))),
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
 			if pg.Status.Active != 2 {
 				t.Errorf("active = %d, want 2", pg.Status.Active)
 			}
@@ -84,7 +84,7 @@ func TestSyncAdmit(t *testing.T) {
 			}
 			pg := h.group()
 			msg := "held by scheduling gates: example.com/approval, example.com/quota"
-			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonSchedulingGated, msg)
+			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonSchedulingGated, msg)
 			if pg.Status.AdmissionTime != nil {
 				t.Errorf("admissionTime = %v, want unset", pg.Status.AdmissionTime)
 			}
@@ -111,7 +111,7 @@ func TestSyncAdmit(t *testing.T) {
 				t.Errorf("pod calls = %q, want %q", calls[1:], want)
 			}
 			writes := h.statusWrites()
-			wantCondition(t, writes[0], v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete,
+			wantCondition(t, writes[0], v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete,
 				"3 of 3 needed pods are present; releasing the gang")
 			wantTime(t, "admissionTime", writes[0].Status.AdmissionTime, t0)
 			patches := h.podPatches()
@@ -135,7 +135,7 @@ func TestSyncAdmit(t *testing.T) {
 		name: "a basic group is admitted with its first pod",
 		objs: objects(newGroup(0, basicPolicy), newPod("p-0")),
 		check: func(t *testing.T, h *harness) {
-			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "1 of 1 needed pods are present; releasing the gang")
+			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "1 of 1 needed pods are present; releasing the gang")
 			if got := h.podPatches(); len(got["p-0"]) != 1 {
 				t.Errorf("p-0 patches = %v, want 1", got["p-0"])
 			}
@@ -162,7 +162,7 @@ func TestSyncAdmit(t *testing.T) {
 		wantErr: true,
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+			wantCondition(t, pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
 			if gateNames(h.pod("p-0")) != nil {
 				t.Errorf("p-0 still gated after its patch succeeded")
 			}
@@ -229,7 +229,7 @@ func TestSyncAdmit(t *testing.T) {
 		objs: objects(newGroup(2, admittedAt(t0.Add(-time.Hour))), newPod("p-0", running, ready), newPod("p-1", running)),
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound, "at least 2 pods were bound to nodes")
+			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, scheduling.ReasonMinCountBound, "at least 2 pods were bound to nodes")
 			wantTime(t, "startTime", pg.Status.StartTime, t0)
 			if s := pg.Status; s.Scheduled != 2 || s.Ready != 1 || s.Active != 2 || s.Gated != 0 {
 				t.Errorf("scheduled/ready/active/gated = %d/%d/%d/%d, want 2/1/2/0", s.Scheduled, s.Ready, s.Active, s.Gated)
@@ -261,7 +261,7 @@ func TestSyncAdmit(t *testing.T) {
 		check: func(t *testing.T, h *harness) {
 			h.step(time.Second) // the new message is a refresh: it is written with the next batch.
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound, "at least 3 pods were bound to nodes")
+			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, scheduling.ReasonMinCountBound, "at least 3 pods were bound to nodes")
 			wantTime(t, "startTime", pg.Status.StartTime, t0.Add(-time.Minute))
 		},
 	}}

@@ -27,8 +27,8 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 			tracked = append(tracked, p)
 		}
 		if scheduling.HasGate(p) {
-			c.warnOnce(p.UID, reasonPodGroupDeleted, func() {
-				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonPodGroupDeleted,
+			c.warnOnce(p.UID, scheduling.EventPodGroupDeleted, func() {
+				c.recorder.Eventf(p, corev1.EventTypeWarning, scheduling.EventPodGroupDeleted,
 					"PodGroup %s was deleted; this pod stays gated until a PodGroup of that name is created again", pg.Name)
 			})
 		}

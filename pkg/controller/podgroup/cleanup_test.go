@@ -140,7 +140,7 @@ func TestSyncCleanup(t *testing.T) {
 			// The old group is gone; a new one of the same name appears.
 			h.recreateGroup(newGroup(2, func(pg *v1alpha1.PodGroup) { pg.UID = "uid-group-2" }))
 			h.step(time.Second)
-			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
 			for _, n := range []string{"p-0", "p-1"} {
 				p := h.pod(n)
 				if g := gateNames(p); g != nil {
@@ -167,7 +167,7 @@ func TestSyncCleanup(t *testing.T) {
 			h.observeGroups()
 			h.reset()
 			h.sync()
-			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
 			if got := h.podPatches(); len(got) != 0 {
 				t.Errorf("pods released from a stale cache, without their finalizer: %v", got)
 			}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 	musterfake "github.com/muster-dev/muster/pkg/generated/clientset/versioned/fake"
 	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
 )
@@ -112,13 +111,13 @@ func TestRun(t *testing.T) {
 	}
 	waitFor("the gang to be released, each pod pinned to the node", func() bool {
 		for _, n := range []string{"p-0", "p-1", "p-2"} {
-			if p := getPod(n); scheduling.HasGate(p) || capacity.PinnedNode(p) != "n1" {
+			if p := getPod(n); scheduling.HasGate(p) || scheduling.PinnedNode(p) != "n1" {
 				return false
 			}
 		}
 		return true
 	})
-	wantCondition(t, getGroup(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangFits, "")
+	wantCondition(t, getGroup(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangFits, "")
 
 	for _, n := range []string{"p-0", "p-1", "p-2"} {
 		p := getPod(n)

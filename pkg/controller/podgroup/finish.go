@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -30,7 +31,7 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Po
 	}
 	if v.active > 0 || !c.accountingDone(pg, v, removed) {
 		// A replacement appeared, or counts are still moving: not waiting any more.
-		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); c != nil && c.Reason == condReasonWaitingForReplacement {
+		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); c != nil && c.Reason == scheduling.ReasonWaitingForReplacement {
 			meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionFinished)
 		}
 		return 0
@@ -41,18 +42,18 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Po
 		return 0
 	}
 	if job := c.runningJob(pg, pods); job != "" {
-		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement,
 			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; waiting for Job %s, which still runs, to replace its pods", pg.Status.Succeeded, need, job), now)
 		return 0
 	}
 	left := c.cfg.ReleaseGrace
-	if waiting := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); waiting != nil && waiting.Reason == condReasonWaitingForReplacement {
+	if waiting := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); waiting != nil && waiting.Reason == scheduling.ReasonWaitingForReplacement {
 		left = waiting.LastTransitionTime.Add(c.cfg.ReleaseGrace).Sub(now)
 	}
 	if left > 0 {
 		// setCondition keeps the lastTransitionTime of a wait that began
 		// while a Job ran; only its message changes.
-		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement,
 			fmt.Sprintf("no active pods and %d of %d needed pods succeeded; failing in %s unless a replacement pod appears", pg.Status.Succeeded, need, c.cfg.ReleaseGrace), now)
 		return left
 	}
@@ -72,5 +73,5 @@ func (c *Controller) complete(pg *v1alpha1.PodGroup, v *podView, reason, msg str
 	if reason == v1alpha1.ReasonFailed {
 		eventType = corev1.EventTypeWarning
 	}
-	v.onceWritten(func() { c.recorder.Event(pg, eventType, reasonFinished, msg) })
+	v.onceWritten(func() { c.recorder.Event(pg, eventType, scheduling.EventFinished, msg) })
 }

@@ -87,7 +87,7 @@ func TestSyncFinish(t *testing.T) {
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
 			wantCounts(t, pg, 1, 2)
-			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, waitingMsg2of3)
+			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, waitingMsg2of3)
 			if pg.Status.CompletionTime != nil {
 				t.Errorf("completionTime = %v while waiting, want unset", pg.Status.CompletionTime)
 			}
@@ -129,7 +129,7 @@ func TestSyncFinish(t *testing.T) {
 	}, {
 		name: "the wait survives a restart: it runs from the waiting condition's lastTransitionTime",
 		objs: objects(admitted(2, counts(1, 1),
-			condition(v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, t0.Add(-31*time.Second)))),
+			condition(v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, t0.Add(-31*time.Second)))),
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
 			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonFailed, "")
@@ -178,7 +178,7 @@ func TestSyncFinish(t *testing.T) {
 			}
 			pg := h.group()
 			wantCounts(t, pg, 0, 2)
-			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, "")
+			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, "")
 			if c := cond(pg, v1alpha1.ConditionFinished); c != nil && !c.LastTransitionTime.Time.Equal(t0.Add(20*time.Second)) {
 				t.Errorf("waiting since %s, want %s", c.LastTransitionTime, t0.Add(20*time.Second))
 			}
@@ -249,7 +249,7 @@ func TestSyncFinish(t *testing.T) {
 		name: "a gang runs from gated to Succeeded, counting each pod once",
 		objs: objects(newGroup(3), pods("p", 3)...),
 		check: func(t *testing.T, h *harness) {
-			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
 			for _, n := range []string{"p-0", "p-1", "p-2"} {
 				p := h.pod(n)
 				running(p)
@@ -257,7 +257,7 @@ func TestSyncFinish(t *testing.T) {
 			}
 			h.step(time.Second)
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound, "")
+			wantCondition(t, pg, v1alpha1.ConditionScheduled, metav1.ConditionTrue, scheduling.ReasonMinCountBound, "")
 			wantTime(t, "startTime", pg.Status.StartTime, t0.Add(time.Second))
 			for i, n := range []string{"p-0", "p-1", "p-2"} {
 				p := h.pod(n)

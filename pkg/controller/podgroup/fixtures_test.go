@@ -187,7 +187,7 @@ func condition(typ string, status metav1.ConditionStatus, reason string, at time
 // admittedAt marks the group admitted, as an earlier sync would have.
 func admittedAt(at time.Time) groupMod {
 	return func(pg *v1alpha1.PodGroup) {
-		condition(v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, at)(pg)
+		condition(v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, at)(pg)
 		ts := metav1.NewTime(at)
 		pg.Status.AdmissionTime = &ts
 	}
@@ -195,7 +195,7 @@ func admittedAt(at time.Time) groupMod {
 
 func scheduledAt(at time.Time) groupMod {
 	return func(pg *v1alpha1.PodGroup) {
-		condition(v1alpha1.ConditionScheduled, metav1.ConditionTrue, condReasonMinCountBound, at)(pg)
+		condition(v1alpha1.ConditionScheduled, metav1.ConditionTrue, scheduling.ReasonMinCountBound, at)(pg)
 		ts := metav1.NewTime(at)
 		pg.Status.StartTime = &ts
 	}

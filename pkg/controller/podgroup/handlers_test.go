@@ -35,7 +35,7 @@ func withRV(rv string, mods ...podMod) podMod {
 }
 
 // oneOffReasons are the pod events that warnOnce keeps from repeating.
-var oneOffReasons = []string{reasonWaitingForPodGroup, reasonPodGroupDeleted, reasonMinCountMismatch, reasonInvalidAnnotation, reasonGroupFinished}
+var oneOffReasons = []string{scheduling.EventWaitingForPodGroup, scheduling.EventPodGroupDeleted, scheduling.EventMinCountMismatch, scheduling.EventInvalidAnnotation, scheduling.EventPodGroupFinished}
 
 func TestHandlers(t *testing.T) {
 	kubeSystem := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -116,7 +116,7 @@ func TestHandlers(t *testing.T) {
 					t.Errorf("%s is still remembered for the deleted pod", r)
 				}
 			}
-			if !h.c.hasWarned("uid-p-1", reasonWaitingForPodGroup) {
+			if !h.c.hasWarned("uid-p-1", scheduling.EventWaitingForPodGroup) {
 				t.Errorf("another pod's event was forgotten")
 			}
 		},
@@ -165,7 +165,7 @@ func TestHandlers(t *testing.T) {
 			for _, r := range oneOffReasons {
 				h.c.warnOnce("uid-p-0", r, func() {})
 			}
-			h.c.warnOnce("uid-p-1", reasonWaitingForPodGroup, func() {})
+			h.c.warnOnce("uid-p-1", scheduling.EventWaitingForPodGroup, func() {})
 			h.c.flushWait(testKey, t0.Add(-time.Second))
 			h.c.lastPodSeen[testKey] = t0.Add(-time.Second)
 			tc.event(h.c)

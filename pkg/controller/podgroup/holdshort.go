@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -45,8 +46,8 @@ func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev
 		waiting = held
 	}
 	for _, p := range waiting {
-		c.warnOnce(p.UID, reasonWaitingForGang, func() {
-			c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForGang,
+		c.warnOnce(p.UID, scheduling.EventWaitingForGang, func() {
+			c.recorder.Eventf(p, corev1.EventTypeNormal, scheduling.EventWaitingForGang,
 				"PodGroup %s has %d of the %d pods a release needs (succeeded, running, or gated and ready to go); this pod stays gated until enough pods exist to be released together",
 				pg.Name, have, need)
 		})

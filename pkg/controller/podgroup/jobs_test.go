@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -35,12 +36,12 @@ func TestSyncFinishWaitsForARunningJob(t *testing.T) {
 		name: "a group whose Job still runs keeps waiting past the release grace, and no timer is set",
 		objs: withJob(newJob("train"), admitted(2), failedPods(ofJob("train"))...),
 		check: func(t *testing.T, h *harness) {
-			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, waitingForTrain)
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, waitingForTrain)
 			if d := h.step(time.Hour); d != 0 {
 				t.Errorf("requeue = %s while the Job runs, want none: its events requeue the group", d)
 			}
 			pg := h.group()
-			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, waitingForTrain)
+			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, waitingForTrain)
 			if pg.Status.CompletionTime != nil {
 				t.Errorf("completionTime = %v while the Job runs", pg.Status.CompletionTime)
 			}
@@ -72,7 +73,7 @@ func TestSyncFinishWaitsForARunningJob(t *testing.T) {
 		objs: withJob(newJob("train", batchv1.JobSuspended), groupOwnedBy(admitted(2), newJob("train"), 2)),
 		check: func(t *testing.T, h *harness) {
 			h.step(time.Hour)
-			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, waitingForTrain)
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, waitingForTrain)
 		},
 	}, {
 		name:    "a group owned by a Job that ended, with no pod left, fails after the grace as before",
@@ -116,7 +117,7 @@ func TestSyncFinishWaitsForARunningJob(t *testing.T) {
 			if d := h.step(time.Second); d != 18*time.Second {
 				t.Errorf("requeue = %s, want the 18s left of the grace", d)
 			}
-			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement,
 				"no active pods and 0 of 2 needed pods succeeded; failing in 30s unless a replacement pod appears")
 			if c := cond(h.group(), v1alpha1.ConditionFinished); c != nil && !c.LastTransitionTime.Time.Equal(t0) {
 				t.Errorf("waiting since %s, want %s: the wait began when the group had no active pod", c.LastTransitionTime, t0)
@@ -165,13 +166,13 @@ func TestSyncFinishWaitsForARunningJob(t *testing.T) {
 		},
 		check: func(t *testing.T, h *harness) {
 			h.step(time.Hour)
-			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement, waitingForTrain)
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement, waitingForTrain)
 		},
 	}, {
 		name: "partial success: the Job's single replacement, made after the grace would have run out, is released, and the group succeeds",
 		objs: withJob(newJob("train"), admitted(2), newPod("train-a", succeeded, ofJob("train")), newPod("train-b", failed, ofJob("train"))),
 		check: func(t *testing.T, h *harness) {
-			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, condReasonWaitingForReplacement,
+			wantCondition(t, h.group(), v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonWaitingForReplacement,
 				"no active pods and 1 of 2 needed pods succeeded; waiting for Job train, which still runs, to replace its pods")
 			h.step(time.Minute)
 			h.addPod(replacement("train-c", t0.Add(time.Minute)))

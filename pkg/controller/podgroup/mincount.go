@@ -21,8 +21,8 @@ func (c *Controller) checkMinCountAnnotations(pg *v1alpha1.PodGroup, pods []*cor
 		if n, ok := scheduling.ParseMinCount(v); ok && n == want {
 			continue
 		}
-		c.warnOnce(p.UID, reasonMinCountMismatch, func() {
-			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonMinCountMismatch,
+		c.warnOnce(p.UID, scheduling.EventMinCountMismatch, func() {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, scheduling.EventMinCountMismatch,
 				"annotation %s=%s disagrees with PodGroup %s, whose minCount is %d; all pods of a group must agree", scheduling.MinCountAnnotation, v, pg.Name, want)
 		})
 	}

@@ -16,10 +16,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// CreatedByAnnotation marks a PodGroup that the controller created from its
-// pods' annotations (KEP-976), naming the pod it was created from.
-const CreatedByAnnotation = "scheduling.muster.dev/created-from-pod"
-
 // syncMissingGroup is the path of docs/controller.md for pods whose
 // PodGroup does not exist. Pods
 // being deleted lose the tracking finalizer at once, so that none is stuck
@@ -57,8 +53,8 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	}
 	if pg == nil {
 		for _, p := range waiting {
-			c.warnOnce(p.UID, reasonWaitingForPodGroup, func() {
-				c.recorder.Eventf(p, corev1.EventTypeNormal, reasonWaitingForPodGroup, "waiting for PodGroup %s", name)
+			c.warnOnce(p.UID, scheduling.EventWaitingForPodGroup, func() {
+				c.recorder.Eventf(p, corev1.EventTypeNormal, scheduling.EventWaitingForPodGroup, "waiting for PodGroup %s", name)
 			})
 		}
 		return nil
@@ -70,14 +66,14 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		return nil // the informer brings it, and its pods are synced then.
 	case apierrors.IsInvalid(err):
 		// A Workload or template that does not exist: tell the pod, do not retry hot.
-		c.warnOnce(from.UID, reasonInvalidAnnotation, func() {
-			c.recorder.Eventf(from, corev1.EventTypeWarning, reasonInvalidAnnotation, "cannot create PodGroup %s: %v", name, err)
+		c.warnOnce(from.UID, scheduling.EventInvalidAnnotation, func() {
+			c.recorder.Eventf(from, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, "cannot create PodGroup %s: %v", name, err)
 		})
 		return nil
 	case err != nil:
 		return fmt.Errorf("creating PodGroup %s/%s from pod %s: %w", namespace, name, from.Name, err)
 	}
-	c.recorder.Eventf(from, corev1.EventTypeNormal, reasonPodGroupCreated, "created PodGroup %s", name)
+	c.recorder.Eventf(from, corev1.EventTypeNormal, scheduling.EventPodGroupCreated, "created PodGroup %s", name)
 	klog.FromContext(ctx).V(2).Info("Created PodGroup from pod annotations", "pod", klog.KObj(from))
 	return nil
 }
@@ -99,8 +95,8 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 		}
 		spec, ok, err := specFromAnnotations(p.Annotations)
 		if err != nil {
-			c.warnOnce(p.UID, reasonInvalidAnnotation, func() {
-				c.recorder.Event(p, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
+			c.warnOnce(p.UID, scheduling.EventInvalidAnnotation, func() {
+				c.recorder.Event(p, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, err.Error())
 			})
 			continue
 		}
@@ -111,7 +107,7 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
 				Namespace:   namespace,
-				Annotations: map[string]string{CreatedByAnnotation: p.Name},
+				Annotations: map[string]string{scheduling.CreatedFromPodAnnotation: p.Name},
 			},
 			Spec: spec,
 		}, p

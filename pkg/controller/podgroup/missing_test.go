@@ -260,7 +260,7 @@ func TestSyncMissingGroup(t *testing.T) {
 				if got.Name != testGroup || got.Namespace != testNS {
 					t.Errorf("created %s/%s, want %s", got.Namespace, got.Name, testKey)
 				}
-				if from := got.Annotations[CreatedByAnnotation]; from != tc.from {
+				if from := got.Annotations[scheduling.CreatedFromPodAnnotation]; from != tc.from {
 					t.Errorf("created from pod %q, want %q", from, tc.from)
 				}
 				if !equalSpec(got.Spec, tc.want.Spec) {

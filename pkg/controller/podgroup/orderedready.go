@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -40,7 +41,7 @@ func (c *Controller) checkOrderedReady(pg *v1alpha1.PodGroup, v *podView, pods [
 	}
 	msg := fmt.Sprintf("has %d of the %d pods it needs, and never will: StatefulSet %s has podManagementPolicy OrderedReady (the default), so it creates each pod only once the one before it is Ready, while every pod stays gated until %d exist; %s",
 		v.pods, need, sts, need, orderedReadyFix)
-	c.setNotAdmitted(pg, v, condReasonOrderedReadyStatefulSet, truncate(msg), corev1.EventTypeWarning, reasonOrderedReadyStatefulSet, now)
+	c.setNotAdmitted(pg, v, scheduling.ReasonOrderedReadyStatefulSet, truncate(msg), corev1.EventTypeWarning, scheduling.EventOrderedReadyStatefulSet, now)
 	return true
 }
 

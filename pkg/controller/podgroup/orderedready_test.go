@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -32,41 +33,41 @@ func TestSyncOrderedReadyStatefulSet(t *testing.T) {
 	}{{
 		name:       "OrderedReady, minCount 3, one pod: Admitted=False/OrderedReadyStatefulSet and a Warning event that names the StatefulSet, the policy and the fix",
 		objs:       []runtime.Object{newGroup(3), newStatefulSet("web", appsv1.OrderedReadyPodManagement), web0},
-		wantReason: condReasonOrderedReadyStatefulSet,
+		wantReason: scheduling.ReasonOrderedReadyStatefulSet,
 		wantMsg:    orderedReadyWeb,
 		wantEvents: []string{"Warning OrderedReadyStatefulSet " + orderedReadyWeb},
 	}, {
 		name:       "the policy unset is OrderedReady",
 		objs:       []runtime.Object{newGroup(3), newStatefulSet("web", ""), web0},
-		wantReason: condReasonOrderedReadyStatefulSet,
+		wantReason: scheduling.ReasonOrderedReadyStatefulSet,
 		wantMsg:    orderedReadyWeb,
 		wantEvents: []string{"Warning OrderedReadyStatefulSet " + orderedReadyWeb},
 	}, {
 		name:       "Parallel: the group only waits for its pods",
 		objs:       []runtime.Object{newGroup(3), newStatefulSet("web", appsv1.ParallelPodManagement), web0},
-		wantReason: condReasonWaitingForPods,
+		wantReason: scheduling.ReasonWaitingForPods,
 		wantMsg:    "has 1 of the 3 active pods it needs",
 		wantEvents: []string{"Normal Waiting has 1 of the 3 active pods it needs"},
 	}, {
 		name:       "minCount 1: the gang of one forms, OrderedReady or not",
 		objs:       []runtime.Object{newGroup(1), newStatefulSet("web", appsv1.OrderedReadyPodManagement), web0},
-		wantReason: condReasonGangComplete,
+		wantReason: scheduling.ReasonGangComplete,
 		wantEvents: []string{"Normal Admitted 1 of 1 needed pods are present; releasing the gang"},
 	}, {
 		name: "minCount pods exist already: the gang forms",
 		objs: []runtime.Object{newGroup(2), newStatefulSet("web", appsv1.OrderedReadyPodManagement), web0,
 			newPod("web-1", ofStatefulSet("web"))},
-		wantReason: condReasonGangComplete,
+		wantReason: scheduling.ReasonGangComplete,
 		wantEvents: []string{"Normal Admitted 2 of 2 needed pods are present; releasing the gang"},
 	}, {
 		name:       "a StatefulSet not in the cache (gone, or not seen yet) is not reported",
 		objs:       []runtime.Object{newGroup(3), web0},
-		wantReason: condReasonWaitingForPods,
+		wantReason: scheduling.ReasonWaitingForPods,
 		wantEvents: []string{"Normal Waiting has 1 of the 3 active pods it needs"},
 	}, {
 		name:       "pods of no StatefulSet: the group only waits for its pods",
 		objs:       []runtime.Object{newGroup(3), newStatefulSet("web", appsv1.OrderedReadyPodManagement), newPod("p-0")},
-		wantReason: condReasonWaitingForPods,
+		wantReason: scheduling.ReasonWaitingForPods,
 		wantEvents: []string{"Normal Waiting has 1 of the 3 active pods it needs"},
 	}}
 	for _, tc := range cases {
@@ -74,7 +75,7 @@ func TestSyncOrderedReadyStatefulSet(t *testing.T) {
 			h := newHarness(t, nil, tc.objs...)
 			h.sync()
 			status := metav1.ConditionFalse
-			if tc.wantReason == condReasonGangComplete {
+			if tc.wantReason == scheduling.ReasonGangComplete {
 				status = metav1.ConditionTrue
 			}
 			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, status, tc.wantReason, tc.wantMsg)
@@ -94,7 +95,7 @@ func TestSyncOrderedReadyStatefulSet(t *testing.T) {
 func TestOrderedReadyReportFollowsTheStatefulSet(t *testing.T) {
 	h := newHarness(t, nil, newGroup(2), newPod("web-0", ofStatefulSet("web")))
 	h.sync()
-	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, "")
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, "")
 	h.queued()
 
 	if err := h.kube.Tracker().Add(newStatefulSet("web", "")); err != nil {
@@ -105,7 +106,7 @@ func TestOrderedReadyReportFollowsTheStatefulSet(t *testing.T) {
 		t.Errorf("queued %v when the StatefulSet arrived, want [%s]", got, testKey)
 	}
 	h.step(0)
-	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonOrderedReadyStatefulSet, "")
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonOrderedReadyStatefulSet, "")
 	if ev := h.events(); len(ev) != 1 {
 		t.Errorf("events = %q, want one warning", ev)
 	}
@@ -114,11 +115,11 @@ func TestOrderedReadyReportFollowsTheStatefulSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.step(0)
-	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, "")
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, "")
 
 	h.addPod(newPod("web-1", ofStatefulSet("web")))
 	h.step(0)
-	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, condReasonGangComplete, "")
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
 }
 
 // TestOrderedReadyPolicyOnlyWarns checks what the admission warning may

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -24,7 +25,7 @@ func markOtherGates(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 		return
 	}
 	if len(v.otherGated) == 0 {
-		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionScheduled); c != nil && c.Reason == condReasonOtherSchedulingGates {
+		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionScheduled); c != nil && c.Reason == scheduling.ReasonOtherSchedulingGates {
 			meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionScheduled)
 		}
 		return
@@ -46,5 +47,5 @@ func markOtherGates(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
 	}
 	msg := fmt.Sprintf("%d released pods still carry other scheduling gates, and the scheduler binds none of them until every gate is gone: %s%s",
 		len(v.otherGated), strings.Join(named, "; "), more)
-	setCondition(pg, v1alpha1.ConditionScheduled, metav1.ConditionFalse, condReasonOtherSchedulingGates, truncate(msg), now)
+	setCondition(pg, v1alpha1.ConditionScheduled, metav1.ConditionFalse, scheduling.ReasonOtherSchedulingGates, truncate(msg), now)
 }

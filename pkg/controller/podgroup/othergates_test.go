@@ -29,14 +29,14 @@ func TestMarkOtherGates(t *testing.T) {
 		name:        "a released pod that another tool still gates: Scheduled=False names the pod and its gates",
 		pg:          releasedOnly(2),
 		pods:        []*corev1.Pod{newPod("a", gates(other)), newPod("b", ungated)},
-		wantReason:  condReasonOtherSchedulingGates,
+		wantReason:  scheduling.ReasonOtherSchedulingGates,
 		wantStatus:  metav1.ConditionFalse,
 		wantMessage: fmt.Sprintf("1 released pods still carry other scheduling gates, and the scheduler binds none of them until every gate is gone: a (%s)", other),
 	}, {
 		name:        "many such pods: the message names five and counts the rest",
 		pg:          releasedOnly(7),
 		pods:        many,
-		wantReason:  condReasonOtherSchedulingGates,
+		wantReason:  scheduling.ReasonOtherSchedulingGates,
 		wantStatus:  metav1.ConditionFalse,
 		wantMessage: fmt.Sprintf("7 released pods still carry other scheduling gates, and the scheduler binds none of them until every gate is gone: w-0 (%[1]s, example.com/b); w-1 (%[1]s, example.com/b); w-2 (%[1]s, example.com/b); w-3 (%[1]s, example.com/b); w-4 (%[1]s, example.com/b) and 2 more", other),
 	}, {
@@ -53,13 +53,13 @@ func TestMarkOtherGates(t *testing.T) {
 		pods: []*corev1.Pod{newPod("a", gates(other), onNode("n1")), newPod("b", ungated)},
 	}, {
 		name: "the condition goes away once the other gate is gone",
-		pg:   releasedOnly(2, condition(v1alpha1.ConditionScheduled, metav1.ConditionFalse, condReasonOtherSchedulingGates, t0)),
+		pg:   releasedOnly(2, condition(v1alpha1.ConditionScheduled, metav1.ConditionFalse, scheduling.ReasonOtherSchedulingGates, t0)),
 		pods: []*corev1.Pod{newPod("a", ungated), newPod("b", ungated)},
 	}, {
 		name:        "a gang once scheduled stays Scheduled=True",
 		pg:          admitted(2, scheduledAt(t0)),
 		pods:        []*corev1.Pod{newPod("a", gates(other)), newPod("b", ungated)},
-		wantReason:  condReasonMinCountBound,
+		wantReason:  scheduling.ReasonMinCountBound,
 		wantStatus:  metav1.ConditionTrue,
 		wantMessage: "*",
 	}}

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/muster-dev/muster/pkg/controller/capacity"
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
 
@@ -18,7 +18,7 @@ const requiredAffinityPath = "/spec/affinity/nodeAffinity/requiredDuringScheduli
 // member is added in place of an absent one, the resourceVersion test makes
 // the patch fail rather than replace what another writer set meanwhile.
 func pinOps(p *corev1.Pod, node string) []jsonpatch.Op {
-	req := capacity.PinRequirement(node)
+	req := scheduling.PinRequirement(node)
 	term := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{req}}
 	selector := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}}
 	guard := jsonpatch.Test("/metadata/resourceVersion", p.ResourceVersion)

@@ -32,7 +32,7 @@ func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, ne
 			addPlacements(pg, pods)
 			if len(reserved) > 0 {
 				addReservations(pg, reserved)
-				setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, condReasonAwaitingPods, reservedMessage(pg), now)
+				setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
 			}
 			v.decisionApplied = true
 			return true
@@ -193,7 +193,7 @@ func releasePatch(node string) func(*corev1.Pod) ([]byte, bool) {
 		if !ok {
 			return nil, false
 		}
-		if node != "" && capacity.PinnedNode(p) != node {
+		if node != "" && scheduling.PinnedNode(p) != node {
 			ops = append(ops, pinOps(p, node)...)
 		}
 		return jsonpatch.Marshal(ops), true
@@ -210,7 +210,7 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 	var stalled []string
 	var next time.Duration
 	for _, p := range pods {
-		node := capacity.PinnedNode(p)
+		node := scheduling.PinnedNode(p)
 		if node == "" || p.Spec.NodeName != "" || scheduling.HasGate(p) || scheduling.IsTerminal(p) || p.DeletionTimestamp != nil {
 			continue
 		}
@@ -233,12 +233,12 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 	case len(stalled) > 0:
 		msg := truncate(fmt.Sprintf("released pods stay unschedulable on the nodes reserved for them for over %s; capacity was likely taken by pods "+
 			"Muster does not manage. Delete a stalled pod to have it placed again: %v", c.cfg.StalledTimeout, stalled))
-		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionTrue, condReasonReservedCapacityTaken, msg, now)
+		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionTrue, scheduling.ReasonReservedCapacityTaken, msg, now)
 		if !old {
-			v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, reasonStalled, msg) })
+			v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventStalled, msg) })
 		}
 	case old:
-		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "no released pod is stuck on its reserved node", now)
+		setCondition(pg, v1alpha1.ConditionStalled, metav1.ConditionFalse, scheduling.ReasonNoStalledPods, "no released pod is stuck on its reserved node", now)
 	}
 	return next
 }

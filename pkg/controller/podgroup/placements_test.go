@@ -12,7 +12,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 func capacityMode(c *Config) { c.Admission = AdmissionCapacity }
@@ -62,33 +61,33 @@ func TestCapacityAdmission(t *testing.T) {
 			name:  "a gang that fits is placed, recorded, pinned and released",
 			nodes: []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")},
 			objs:  objects(newGroup(3), pods("p", 3, requests("4"))...),
-			want:  want{admitted: metav1.ConditionTrue, reason: condReasonGangFits, released: []string{"p-0", "p-1", "p-2"}, placements: 3},
+			want:  want{admitted: metav1.ConditionTrue, reason: scheduling.ReasonGangFits, released: []string{"p-0", "p-1", "p-2"}, placements: 3},
 		},
 		{
 			name:  "a gang that does not fit waits whole and says what is short",
 			nodes: []*corev1.Node{newNode("n1", "8"), newNode("n2", "8"), newNode("n3", "8")},
 			objs: append(objects(newGroup(3), pods("p", 3, requests("6"))...),
 				newPod("x", inGroup("other"), running, onNode("n3"), requests("4"))),
-			want: want{admitted: metav1.ConditionFalse, reason: capacity.ReasonInsufficientCapacity,
+			want: want{admitted: metav1.ConditionFalse, reason: scheduling.ReasonInsufficientCapacity,
 				msg: "3 pods requesting cpu 6 each, 2 fit: the 3 eligible nodes have room for 1, 1, 0 of them (short of cpu)"},
 		},
 		{
 			name:  "a gang larger than the idle cluster says it can never fit",
 			nodes: []*corev1.Node{newNode("n1", "4")},
 			objs:  objects(newGroup(2), pods("p", 2, requests("4"))...),
-			want:  want{admitted: metav1.ConditionFalse, reason: capacity.ReasonExceedsCluster, msg: "can never fit"},
+			want:  want{admitted: metav1.ConditionFalse, reason: scheduling.ReasonExceedsClusterCapacity, msg: "can never fit"},
 		},
 		{
 			name:  "pods beyond minCount that fit go with the gang",
 			nodes: []*corev1.Node{newNode("n1", "8")},
 			objs:  objects(newGroup(2), pods("p", 3, requests("2"))...),
-			want:  want{admitted: metav1.ConditionTrue, reason: condReasonGangFits, released: []string{"p-0", "p-1", "p-2"}, placements: 3},
+			want:  want{admitted: metav1.ConditionTrue, reason: scheduling.ReasonGangFits, released: []string{"p-0", "p-1", "p-2"}, placements: 3},
 		},
 		{
 			name:  "pods beyond minCount that do not fit wait, still gated",
 			nodes: []*corev1.Node{newNode("n1", "8")},
 			objs:  objects(newGroup(2), pods("p", 3, requests("4"))...),
-			want:  want{admitted: metav1.ConditionTrue, reason: condReasonGangFits, released: []string{"p-0", "p-1"}, placements: 2},
+			want:  want{admitted: metav1.ConditionTrue, reason: scheduling.ReasonGangFits, released: []string{"p-0", "p-1"}, placements: 2},
 		},
 	}
 	for _, tc := range tests {
@@ -116,7 +115,7 @@ func TestCapacityAdmission(t *testing.T) {
 				if scheduling.HasGate(p) {
 					t.Errorf("pod %s still gated", name)
 				}
-				if got := capacity.PinnedNode(p); got == "" || got != nodes[name] {
+				if got := scheduling.PinnedNode(p); got == "" || got != nodes[name] {
 					t.Errorf("pod %s pinned to %q, want the recorded %q", name, got, nodes[name])
 				}
 			}
@@ -168,8 +167,8 @@ func TestCapacityResumesRecordedPlacement(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")}, objects(pg, pods("p", 2, requests("1"))...)...)
 	h.sync()
 	for name, node := range map[string]string{"p-0": "n2", "p-1": "n1"} {
-		if p := h.pod(name); scheduling.HasGate(p) || capacity.PinnedNode(p) != node {
-			t.Errorf("pod %s: gated=%v pinned to %q, want released on the recorded %s", name, scheduling.HasGate(p), capacity.PinnedNode(p), node)
+		if p := h.pod(name); scheduling.HasGate(p) || scheduling.PinnedNode(p) != node {
+			t.Errorf("pod %s: gated=%v pinned to %q, want released on the recorded %s", name, scheduling.HasGate(p), scheduling.PinnedNode(p), node)
 		}
 	}
 	// Once the pods show released, the placements are pruned.
@@ -198,7 +197,7 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 	}
 	h.c.admitCycle()
 	v, ok := h.c.admission.waitReason(testNS + "/b")
-	if !ok || v.Reason != capacity.ReasonInsufficientCapacity {
+	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
 		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity behind the reservation", v)
 	}
 }
@@ -210,8 +209,8 @@ func TestCapacityJoinerPlacedAndPinned(t *testing.T) {
 		objects(admitted(1), newPod("p-0", running, onNode("n1"), requests("2")), newPod("p-1", requests("2")))...)
 	h.admitRound()
 	p := h.pod("p-1")
-	if scheduling.HasGate(p) || capacity.PinnedNode(p) != "n1" {
-		t.Fatalf("joiner: gated=%v pinned to %q, want released on n1", scheduling.HasGate(p), capacity.PinnedNode(p))
+	if scheduling.HasGate(p) || scheduling.PinnedNode(p) != "n1" {
+		t.Fatalf("joiner: gated=%v pinned to %q, want released on n1", scheduling.HasGate(p), scheduling.PinnedNode(p))
 	}
 }
 
@@ -233,8 +232,8 @@ func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 	h.observe()
 	h.sync()
 	for _, n := range []string{"p-0", "p-2"} {
-		if p := h.pod(n); scheduling.HasGate(p) || capacity.PinnedNode(p) != "n1" {
-			t.Errorf("pod %s: gated=%v pinned to %q, want released on n1", n, scheduling.HasGate(p), capacity.PinnedNode(p))
+		if p := h.pod(n); scheduling.HasGate(p) || scheduling.PinnedNode(p) != "n1" {
+			t.Errorf("pod %s: gated=%v pinned to %q, want released on n1", n, scheduling.HasGate(p), scheduling.PinnedNode(p))
 		}
 	}
 }
@@ -249,7 +248,7 @@ func TestCapacityStalled(t *testing.T) {
 	}
 	pinned := func(p *corev1.Pod) {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{capacity.PinRequirement("n1")}}}}}}
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{scheduling.PinRequirement("n1")}}}}}}
 	}
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(admitted(1), newPod("p-0", ungated, pinned, unschedulable, requests("2")))...)
 	stalledGauge := func() float64 {
@@ -267,7 +266,7 @@ func TestCapacityStalled(t *testing.T) {
 		t.Fatalf("Stalled set before the timeout: %+v", c)
 	}
 	h.step(time.Minute + time.Second)
-	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionTrue, condReasonReservedCapacityTaken, "")
+	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionTrue, scheduling.ReasonReservedCapacityTaken, "")
 	if ev := h.events(); len(ev) == 0 || !strings.Contains(strings.Join(ev, "\n"), "Warning Stalled") {
 		t.Errorf("events %v, want a Stalled warning", ev)
 	}
@@ -279,7 +278,7 @@ func TestCapacityStalled(t *testing.T) {
 	p.Status.Conditions = nil
 	h.setPod(p)
 	h.step(time.Second)
-	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionFalse, condReasonNoStalledPods, "")
+	wantCondition(t, h.group(), v1alpha1.ConditionStalled, metav1.ConditionFalse, scheduling.ReasonNoStalledPods, "")
 	if got := stalledGauge(); got != before {
 		t.Errorf("muster_podgroups_stalled = %v after the pod was bound, want %v", got, before)
 	}

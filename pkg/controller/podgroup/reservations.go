@@ -27,14 +27,6 @@ import (
 // role that arrives claims one and is pinned there and released at once;
 // what is unclaimed past the role's timeout is given back.
 
-// Reasons of the CapacityReserved condition, and the event of an expiry.
-const (
-	condReasonAwaitingPods   = "AwaitingPods"
-	condReasonAllClaimed     = "AllClaimed"
-	condReasonExpired        = "ReservationExpired"
-	reasonReservationExpired = "ReservationExpired"
-)
-
 // standInUIDPrefix marks the UID of a stand-in: a pod that does not exist,
 // built from a role's template so that an admission cycle places the
 // role's missing pods with the ones that exist. Real UIDs never have it.
@@ -184,9 +176,9 @@ func (c *Controller) reserve(pg *v1alpha1.PodGroup, v *podView, now time.Time) t
 	c.claimReserved(pg, v)
 	next := c.expireReservations(pg, v, now)
 	if len(pg.Status.Reservations) > 0 {
-		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, condReasonAwaitingPods, reservedMessage(pg), now)
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
 	} else if !meta.IsStatusConditionFalse(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
-		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, condReasonAllClaimed,
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonAllClaimed,
 			"every place reserved for pods not yet created was claimed by a pod of its role", now)
 	}
 	return next
@@ -261,8 +253,8 @@ func (c *Controller) expireReservations(pg *v1alpha1.PodGroup, v *podView, now t
 	}
 	dropEmptyReservations(pg)
 	msg := fmt.Sprintf("%s of admission; their reserved capacity was given back, and such pods that arrive now are placed as capacity allows", strings.Join(expired, "; "))
-	setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, condReasonExpired, msg, now)
-	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, reasonReservationExpired, msg) })
+	setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonReservationExpired, msg, now)
+	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventReservationExpired, msg) })
 	return next
 }
 

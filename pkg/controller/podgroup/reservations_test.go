@@ -11,7 +11,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 // sparkRoles is a driver and workers it creates later, each worker as the
@@ -56,7 +55,7 @@ func TestSyncReservesForRolesCreatedLater(t *testing.T) {
 			cfg:          capacityMode,
 			nodes:        []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")},
 			group:        newGroup(5, sparkRoles(4, "3")),
-			wantAdmitted: metav1.ConditionTrue, wantReason: condReasonGangFits, wantMsg: "capacity is reserved for the 4 pods created later",
+			wantAdmitted: metav1.ConditionTrue, wantReason: scheduling.ReasonGangFits, wantMsg: "capacity is reserved for the 4 pods created later",
 			wantReserved: map[string]int32{"n1": 2, "n2": 2}, wantReleased: true,
 		},
 		{
@@ -64,13 +63,13 @@ func TestSyncReservesForRolesCreatedLater(t *testing.T) {
 			cfg:          capacityMode,
 			nodes:        []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")},
 			group:        newGroup(9, sparkRoles(8, "3")),
-			wantAdmitted: metav1.ConditionFalse, wantReason: capacity.ReasonExceedsCluster, wantMsg: "8 pods requesting cpu 3 each, 4 fit",
+			wantAdmitted: metav1.ConditionFalse, wantReason: scheduling.ReasonExceedsClusterCapacity, wantMsg: "8 pods requesting cpu 3 each, 4 fit",
 		},
 		{
 			name:         "count admission reserves nothing and releases the driver",
 			nodes:        []*corev1.Node{newNode("n1", "1")},
 			group:        newGroup(9, sparkRoles(8, "3")),
-			wantAdmitted: metav1.ConditionTrue, wantReason: condReasonGangComplete, wantMsg: "the 8 pods created later are not waited for",
+			wantAdmitted: metav1.ConditionTrue, wantReason: scheduling.ReasonGangComplete, wantMsg: "the 8 pods created later are not waited for",
 			wantReleased: true,
 		},
 	}
@@ -101,7 +100,7 @@ func TestSyncReservesForRolesCreatedLater(t *testing.T) {
 				}
 			}
 			if tc.wantReserved != nil {
-				wantCondition(t, pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, condReasonAwaitingPods, "capacity is reserved for 4 pods not yet created: worker 4 on 2 nodes; each pod of the role that arrives is pinned to a reserved node and released at once")
+				wantCondition(t, pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, "capacity is reserved for 4 pods not yet created: worker 4 on 2 nodes; each pod of the role that arrives is pinned to a reserved node and released at once")
 			} else {
 				wantNoCondition(t, pg, v1alpha1.ConditionCapacityReserved)
 			}
@@ -130,21 +129,21 @@ func TestSyncWorkersClaimReservations(t *testing.T) {
 			workers:       pods("w", 3, inRole("worker"), requests("3")),
 			wantPinned:    map[string]string{"w-0": "n1", "w-1": "n1", "w-2": "n2"},
 			wantReserved:  map[string]int32{},
-			wantCondition: condReasonAllClaimed,
+			wantCondition: scheduling.ReasonAllClaimed,
 		},
 		{
 			name:          "a worker smaller than its template claims too; the rest stays reserved",
 			workers:       pods("w", 1, inRole("worker"), requests("1")),
 			wantPinned:    map[string]string{"w-0": "n1"},
 			wantReserved:  map[string]int32{"n1": 1, "n2": 1},
-			wantCondition: condReasonAwaitingPods,
+			wantCondition: scheduling.ReasonAwaitingPods,
 		},
 		{
 			name:          "a worker larger than its template claims nothing",
 			workers:       pods("w", 1, inRole("worker"), requests("6")),
 			wantGated:     []string{"w-0"},
 			wantReserved:  map[string]int32{"n1": 2, "n2": 1},
-			wantCondition: condReasonAwaitingPods,
+			wantCondition: scheduling.ReasonAwaitingPods,
 		},
 	}
 	for _, tc := range tests {
@@ -160,8 +159,8 @@ func TestSyncWorkersClaimReservations(t *testing.T) {
 			h.sync()
 			got := h.group()
 			for name, node := range tc.wantPinned {
-				if p := h.pod(name); scheduling.HasGate(p) || capacity.PinnedNode(p) != node {
-					t.Errorf("pod %s: gated=%v pinned to %q, want released on %s", name, scheduling.HasGate(p), capacity.PinnedNode(p), node)
+				if p := h.pod(name); scheduling.HasGate(p) || scheduling.PinnedNode(p) != node {
+					t.Errorf("pod %s: gated=%v pinned to %q, want released on %s", name, scheduling.HasGate(p), scheduling.PinnedNode(p), node)
 				}
 			}
 			for _, name := range tc.wantGated {
@@ -234,8 +233,8 @@ func TestSyncReservationsExpire(t *testing.T) {
 			if len(got.Status.Reservations) != 0 {
 				t.Errorf("reservations %v, want none", got.Status.Reservations)
 			}
-			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != condReasonExpired || !strings.Contains(c.Message, "2 of the 2 pods of role worker did not arrive within") {
-				t.Errorf("CapacityReserved = %+v, want False/%s naming the role", c, condReasonExpired)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != scheduling.ReasonReservationExpired || !strings.Contains(c.Message, "2 of the 2 pods of role worker did not arrive within") {
+				t.Errorf("CapacityReserved = %+v, want False/%s naming the role", c, scheduling.ReasonReservationExpired)
 			}
 			if ev := h.events(); !containsPrefix(ev, "Warning ReservationExpired") {
 				t.Errorf("events %q, want a ReservationExpired warning", ev)
@@ -262,7 +261,7 @@ func TestReservationsHoldCapacity(t *testing.T) {
 		h.c.admitCycle()
 	}
 	syncB()
-	if v, ok := h.c.admission.waitReason(testNS + "/b"); !ok || v.Reason != capacity.ReasonInsufficientCapacity {
+	if v, ok := h.c.admission.waitReason(testNS + "/b"); !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
 		t.Fatalf("gang b: %+v, %v; want it waiting for capacity the reservation holds", v, ok)
 	}
 	h.step(2 * time.Minute) // the reservation expires, and its write is observed.

@@ -153,12 +153,6 @@ func countRoleRemoved(pg *v1alpha1.PodGroup, counted func(types.UID) bool) {
 	}
 }
 
-// Reasons of the RoleMismatch condition.
-const (
-	condReasonPodsDisagree = "PodsDisagree"
-	condReasonPodsAgree    = "PodsAgree"
-)
-
 // checkRoles is step 4b: pods whose role label or role annotations disagree
 // with spec.roles get a RolesMismatch event each, and the group says so in
 // its RoleMismatch condition, which goes back to False once they are gone.
@@ -176,16 +170,16 @@ func (c *Controller) checkRoles(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now t
 			continue
 		}
 		names = append(names, p.Name)
-		c.warnOnce(p.UID, reasonRolesMismatch, func() {
-			c.recorder.Eventf(p, corev1.EventTypeWarning, reasonRolesMismatch, "disagrees with PodGroup %s: %s", pg.Name, why)
+		c.warnOnce(p.UID, scheduling.EventRolesMismatch, func() {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, scheduling.EventRolesMismatch, "disagrees with PodGroup %s: %s", pg.Name, why)
 		})
 	}
 	if len(names) > 0 {
 		sort.Strings(names)
-		setCondition(pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, condReasonPodsDisagree,
+		setCondition(pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, scheduling.ReasonPodsDisagree,
 			truncate(fmt.Sprintf("%d pod(s) disagree with spec.roles: %s", len(names), strings.Join(names, ", "))), now)
 	} else if meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionRoleMismatch) != nil {
-		setCondition(pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionFalse, condReasonPodsAgree, "every pod agrees with spec.roles", now)
+		setCondition(pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionFalse, scheduling.ReasonPodsAgree, "every pod agrees with spec.roles", now)
 	}
 }
 

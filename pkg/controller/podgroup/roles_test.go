@@ -49,19 +49,19 @@ func TestSyncRolesCompleteness(t *testing.T) {
 	}{
 		{"three workers and no driver are not a complete gang",
 			[]*corev1.Pod{newPod("w-0", inRole("worker")), newPod("w-1", inRole("worker")), newPod("w-2", inRole("worker"))},
-			condReasonWaitingForPods, "roles lack active pods: driver has 0 of 1",
+			scheduling.ReasonWaitingForPods, "roles lack active pods: driver has 0 of 1",
 			[]v1alpha1.PodGroupRoleStatus{{Name: "driver"}, {Name: "worker", Active: 3}}},
 		{"a pod of no role does not stand in for a missing worker",
 			[]*corev1.Pod{newPod("d", inRole("driver")), newPod("w-0", inRole("worker")), newPod("x")},
-			condReasonWaitingForPods, "roles lack active pods: worker has 1 of 2",
+			scheduling.ReasonWaitingForPods, "roles lack active pods: worker has 1 of 2",
 			[]v1alpha1.PodGroupRoleStatus{{Name: "driver", Active: 1}, {Name: "worker", Active: 1}}},
 		{"a finished worker is not active",
 			[]*corev1.Pod{newPod("d", inRole("driver")), newPod("w-0", inRole("worker")), newPod("w-1", inRole("worker"), failed)},
-			condReasonWaitingForPods, "has 2 of the 3 active pods it needs; roles lack active pods: worker has 1 of 2",
+			scheduling.ReasonWaitingForPods, "has 2 of the 3 active pods it needs; roles lack active pods: worker has 1 of 2",
 			[]v1alpha1.PodGroupRoleStatus{{Name: "driver", Active: 1}, {Name: "worker", Active: 1, Failed: 1}}},
 		{"a driver and two workers are complete",
 			[]*corev1.Pod{newPod("d", inRole("driver")), newPod("w-0", inRole("worker")), newPod("w-1", inRole("worker"))},
-			condReasonGangComplete, "",
+			scheduling.ReasonGangComplete, "",
 			[]v1alpha1.PodGroupRoleStatus{{Name: "driver", Active: 1}, {Name: "worker", Active: 2}}},
 	}
 	for _, tc := range cases {
@@ -71,7 +71,7 @@ func TestSyncRolesCompleteness(t *testing.T) {
 			h.sync()
 			pg := h.group()
 			status := metav1.ConditionFalse
-			if tc.wantReason == condReasonGangComplete {
+			if tc.wantReason == scheduling.ReasonGangComplete {
 				status = metav1.ConditionTrue
 			}
 			wantCondition(t, pg, v1alpha1.ConditionAdmitted, status, tc.wantReason, tc.wantMessage)
@@ -146,7 +146,7 @@ func TestSyncRoleMismatch(t *testing.T) {
 			[]*corev1.Pod{newPod("d", inRole("driver"), annotated(scheduling.RolesAnnotation, "2"))}, metav1.ConditionTrue,
 			`Warning RolesMismatch disagrees with PodGroup pg: annotation scheduling.muster.dev/roles is set, but the group has no spec.roles`},
 		{"the condition goes back to False once the pods agree",
-			newGroup(3, spark, condition(v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, condReasonPodsDisagree, t0.Add(-time.Minute))),
+			newGroup(3, spark, condition(v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, scheduling.ReasonPodsDisagree, t0.Add(-time.Minute))),
 			[]*corev1.Pod{newPod("d", inRole("driver"))}, metav1.ConditionFalse, ""},
 	}
 	for _, tc := range cases {
@@ -158,9 +158,9 @@ func TestSyncRoleMismatch(t *testing.T) {
 			case "":
 				wantNoCondition(t, pg, v1alpha1.ConditionRoleMismatch)
 			case metav1.ConditionTrue:
-				wantCondition(t, pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, condReasonPodsDisagree, "")
+				wantCondition(t, pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionTrue, scheduling.ReasonPodsDisagree, "")
 			default:
-				wantCondition(t, pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionFalse, condReasonPodsAgree, "")
+				wantCondition(t, pg, v1alpha1.ConditionRoleMismatch, metav1.ConditionFalse, scheduling.ReasonPodsAgree, "")
 			}
 			var mismatches []string
 			for _, e := range h.events() {

@@ -17,10 +17,6 @@ import (
 	schedulingvalidation "github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
-// reasonRolesMismatch is the event on a pod whose role annotations disagree
-// with those of the other pods of its group.
-const reasonRolesMismatch = "RolesMismatch"
-
 // podRoles is what one pod says of its group's roles.
 type podRoles struct {
 	pod   *corev1.Pod
@@ -47,8 +43,8 @@ func (c *Controller) groupFromRoles(namespace, name string, pods []*corev1.Pod) 
 		}
 		r, err := readPodRoles(p)
 		if err != nil {
-			c.warnOnce(p.UID, reasonInvalidAnnotation, func() {
-				c.recorder.Event(p, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
+			c.warnOnce(p.UID, scheduling.EventInvalidAnnotation, func() {
+				c.recorder.Event(p, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, err.Error())
 			})
 			return nil, nil, true
 		}
@@ -67,8 +63,8 @@ func (c *Controller) groupFromRoles(namespace, name string, pods []*corev1.Pod) 
 	first := said[0]
 	counts := map[string]int32{}
 	disagree := func(r podRoles, why string) {
-		c.warnOnce(r.pod.UID, reasonRolesMismatch, func() {
-			c.recorder.Eventf(r.pod, corev1.EventTypeWarning, reasonRolesMismatch,
+		c.warnOnce(r.pod.UID, scheduling.EventRolesMismatch, func() {
+			c.recorder.Eventf(r.pod, corev1.EventTypeWarning, scheduling.EventRolesMismatch,
 				"role annotations disagree with pod %s of PodGroup %s: %s; no PodGroup is created until all pods agree", first.pod.Name, name, why)
 		})
 	}
@@ -102,7 +98,7 @@ func (c *Controller) groupFromRoles(namespace, name string, pods []*corev1.Pod) 
 	}
 	spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: sum}
 	return &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{CreatedByAnnotation: first.pod.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{scheduling.CreatedFromPodAnnotation: first.pod.Name}},
 		Spec:       spec,
 	}, first.pod, true
 }
@@ -147,8 +143,8 @@ func (c *Controller) groupFromRolesTemplate(namespace, name string, pods []*core
 	}
 	roles, err := rolesFromTemplate(from)
 	if err != nil {
-		c.warnOnce(from.UID, reasonInvalidAnnotation, func() {
-			c.recorder.Event(from, corev1.EventTypeWarning, reasonInvalidAnnotation, err.Error())
+		c.warnOnce(from.UID, scheduling.EventInvalidAnnotation, func() {
+			c.recorder.Event(from, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, err.Error())
 		})
 		return nil, nil, true
 	}
@@ -157,7 +153,7 @@ func (c *Controller) groupFromRolesTemplate(namespace, name string, pods []*core
 		sum += r.Count
 	}
 	return &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{CreatedByAnnotation: from.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{scheduling.CreatedFromPodAnnotation: from.Name}},
 		Spec: v1alpha1.PodGroupSpec{
 			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: sum}},
 			Roles:            roles,

@@ -94,7 +94,7 @@ func TestSyncGroupFromRoles(t *testing.T) {
 				if strings.Join(roles, ",") != tc.want || got.Spec.SchedulingPolicy.Gang == nil || got.Spec.SchedulingPolicy.Gang.MinCount != sum {
 					t.Errorf("created spec = %+v, want roles %s and a gang of their sum", got.Spec, tc.want)
 				}
-				if from := got.Annotations[CreatedByAnnotation]; from != tc.from {
+				if from := got.Annotations[scheduling.CreatedFromPodAnnotation]; from != tc.from {
 					t.Errorf("created from pod %q, want %q", from, tc.from)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestEveryStatusFieldIsClassified(t *testing.T) {
 	t1 := metav1.NewTime(t0)
 	cond := func(mod func(*metav1.Condition)) []metav1.Condition {
-		c := metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse, Reason: condReasonWaitingForPods, Message: "m"}
+		c := metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse, Reason: scheduling.ReasonWaitingForPods, Message: "m"}
 		mod(&c)
 		return []metav1.Condition{c}
 	}
@@ -32,10 +33,10 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 			s.Conditions = cond(func(c *metav1.Condition) { c.Status = metav1.ConditionTrue })
 		}, true},
 		{"Conditions", "a condition's reason is a decision", func(s *v1alpha1.PodGroupStatus) {
-			s.Conditions = cond(func(c *metav1.Condition) { c.Reason = condReasonSchedulingGated })
+			s.Conditions = cond(func(c *metav1.Condition) { c.Reason = scheduling.ReasonSchedulingGated })
 		}, true},
 		{"Conditions", "a new condition is a decision", func(s *v1alpha1.PodGroupStatus) {
-			s.Conditions = append(s.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: condReasonMinCountBound})
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: scheduling.ReasonMinCountBound})
 		}, true},
 		{"Conditions", "a condition's message is a refresh", func(s *v1alpha1.PodGroupStatus) {
 			s.Conditions = cond(func(c *metav1.Condition) { c.Message = "other" })

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -90,7 +91,7 @@ func TestWaitingEventOncePerReason(t *testing.T) {
 	wantEvents(t, h.events())
 	h.step(time.Second) // the new count is a refresh: it waits one batch period.
 	wantEvents(t, h.events())
-	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, condReasonWaitingForPods, "has 2 of the 4 active pods it needs")
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, "has 2 of the 4 active pods it needs")
 }
 
 // TestStaleGateNotPatchedTwice checks that a pod the controller released is

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -22,7 +23,7 @@ import (
 // resourceVersion, so a group re-created or changed meanwhile is kept. It
 // returns when to look again.
 func (c *Controller) expireCreated(ctx context.Context, pg *v1alpha1.PodGroup, v *podView, now time.Time) (time.Duration, error) {
-	if _, created := pg.Annotations[CreatedByAnnotation]; !created || !isFinished(pg) || pg.Status.CompletionTime == nil ||
+	if _, created := pg.Annotations[scheduling.CreatedFromPodAnnotation]; !created || !isFinished(pg) || pg.Status.CompletionTime == nil ||
 		v.pods > 0 || pg.Status.UncountedTerminatedPods != nil || pg.DeletionTimestamp != nil {
 		return 0, nil
 	}
@@ -39,11 +40,8 @@ func (c *Controller) expireCreated(ctx context.Context, pg *v1alpha1.PodGroup, v
 		return 0, fmt.Errorf("deleting finished PodGroup %s/%s created from pods: %w", pg.Namespace, pg.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted a finished PodGroup created from pod annotations", "ttl", c.cfg.CreatedGroupTTL)
-	c.recorder.Eventf(pg, corev1.EventTypeNormal, reasonCreatedGroupExpired,
+	c.recorder.Eventf(pg, corev1.EventTypeNormal, scheduling.EventExpired,
 		"deleted: created from pod annotations, finished %s ago with no pods left (--created-group-ttl %s)",
 		now.Sub(pg.Status.CompletionTime.Time).Round(time.Second), c.cfg.CreatedGroupTTL)
 	return 0, nil
 }
-
-// reasonCreatedGroupExpired is the event of a group deleted by step 14.
-const reasonCreatedGroupExpired = "Expired"

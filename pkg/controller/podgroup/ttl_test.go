@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -15,7 +16,9 @@ import (
 // finished, once no pod is left; any other group, or one with pods left,
 // stays.
 func TestSyncExpireCreatedGroups(t *testing.T) {
-	createdFromPods := func(pg *v1alpha1.PodGroup) { pg.Annotations = map[string]string{CreatedByAnnotation: "p-0"} }
+	createdFromPods := func(pg *v1alpha1.PodGroup) {
+		pg.Annotations = map[string]string{scheduling.CreatedFromPodAnnotation: "p-0"}
+	}
 	tests := []struct {
 		name        string
 		mods        []groupMod

@@ -1,0 +1,128 @@
+package scheduling
+
+// The reasons below are what the controller writes in a PodGroup's
+// conditions and events. Clients match on them (kubectl wait, dashboards,
+// alerts, `kubectl get events --field-selector reason=...`), so, like the
+// names in names.go, they are part of Muster's public contract and never
+// change. ReasonSucceeded and ReasonFailed, of the Finished condition, are
+// with the types.
+
+// Reasons of the Admitted condition.
+const (
+	// ReasonGangComplete: with --admission=count, the gang has the pods it
+	// needs and is released whatever the free capacity.
+	ReasonGangComplete = "GangComplete"
+	// ReasonGangFits: with capacity-aware admission, the gang has the pods it
+	// needs and an admission cycle placed them; each is pinned to its node.
+	ReasonGangFits = "GangFits"
+	// ReasonWaitingForPods: the gang has fewer pods than it needs, or some
+	// role has fewer than its count.
+	ReasonWaitingForPods = "WaitingForPods"
+	// ReasonSchedulingGated: the group's spec.schedulingGates hold it.
+	ReasonSchedulingGated = "SchedulingGated"
+	// ReasonOrderedReadyStatefulSet: a StatefulSet that creates one pod at a
+	// time controls the group's pods, so the gang can never form.
+	ReasonOrderedReadyStatefulSet = "OrderedReadyStatefulSet"
+	// ReasonInsufficientCapacity: the complete gang does not fit in the free
+	// capacity now; it is admitted when it does.
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	// ReasonExceedsClusterCapacity: the gang does not fit even on the idle
+	// cluster; it is skipped, so that it never blocks the queue.
+	ReasonExceedsClusterCapacity = "ExceedsClusterCapacity"
+	// ReasonQueued: under StrictFIFO, the gang waits behind the head of the
+	// queue.
+	ReasonQueued = "Queued"
+)
+
+// Reasons of the Scheduled condition.
+const (
+	// ReasonMinCountBound: minCount of the group's pods were bound to nodes.
+	ReasonMinCountBound = "MinCountBound"
+	// ReasonOtherSchedulingGates: released pods are still held by another
+	// tool's scheduling gates.
+	ReasonOtherSchedulingGates = "OtherSchedulingGates"
+)
+
+// Reason of the Finished condition while it is False, beside ReasonSucceeded
+// and ReasonFailed.
+const (
+	// ReasonWaitingForReplacement: no pod of the admitted group is active and
+	// too few succeeded; it waits for a replacement pod (while a Job that
+	// owns its pods runs, or for the controller's --release-grace) before it
+	// fails.
+	ReasonWaitingForReplacement = "WaitingForReplacement"
+)
+
+// Reasons of the Stalled condition.
+const (
+	// ReasonReservedCapacityTaken: released, pinned pods stay unschedulable
+	// on their reserved nodes, most likely because pods Muster does not
+	// manage took that capacity.
+	ReasonReservedCapacityTaken = "ReservedCapacityTaken"
+	// ReasonNoStalledPods: no released pod is stuck on its reserved node.
+	ReasonNoStalledPods = "NoStalledPods"
+)
+
+// Reasons of the CapacityReserved condition.
+const (
+	// ReasonAwaitingPods: capacity is held for pods of createdLater roles
+	// that do not exist yet.
+	ReasonAwaitingPods = "AwaitingPods"
+	// ReasonAllClaimed: every reserved place was claimed by a pod of its role.
+	ReasonAllClaimed = "AllClaimed"
+	// ReasonReservationExpired: places still unclaimed past their role's
+	// timeout were given back.
+	ReasonReservationExpired = "ReservationExpired"
+)
+
+// Reasons of the RoleMismatch condition.
+const (
+	// ReasonPodsDisagree: some pods' role label or role annotations disagree
+	// with spec.roles.
+	ReasonPodsDisagree = "PodsDisagree"
+	// ReasonPodsAgree: every pod agrees with spec.roles again.
+	ReasonPodsAgree = "PodsAgree"
+)
+
+// Reasons of the controller's events, on PodGroups and on pods.
+const (
+	// EventAdmitted, on a group: it was admitted.
+	EventAdmitted = "Admitted"
+	// EventWaiting, on a group: why it is not admitted, once per reason.
+	EventWaiting = "Waiting"
+	// EventStalled, on a group: Stalled became True.
+	EventStalled = "Stalled"
+	// EventFinished, on a group: it finished.
+	EventFinished = "Finished"
+	// EventReservationExpired, on a group: reserved places were given back.
+	EventReservationExpired = "ReservationExpired"
+	// EventExpired, on a group created from pod annotations: it was deleted
+	// once finished and empty for the controller's --created-group-ttl.
+	EventExpired = "Expired"
+	// EventWaitingForPodGroup, on a pod: its group does not exist yet.
+	EventWaitingForPodGroup = "WaitingForPodGroup"
+	// EventPodGroupCreated, on a pod: the controller created its group from
+	// the pod's annotations.
+	EventPodGroupCreated = "PodGroupCreated"
+	// EventPodGroupDeleted, on a pod: its group was deleted and the pod
+	// released.
+	EventPodGroupDeleted = "PodGroupDeleted"
+	// EventMinCountMismatch, on a pod: its MinCountAnnotation disagrees with
+	// its group's minCount.
+	EventMinCountMismatch = "MinCountMismatch"
+	// EventInvalidAnnotation, on a pod: one of Muster's annotations cannot be
+	// parsed.
+	EventInvalidAnnotation = "InvalidAnnotation"
+	// EventPodGroupFinished, on a pod: it joined a finished group and stays
+	// gated.
+	EventPodGroupFinished = "PodGroupFinished"
+	// EventWaitingForGang, on a pod: it stays gated until enough pods exist
+	// to be released together.
+	EventWaitingForGang = "WaitingForGang"
+	// EventOrderedReadyStatefulSet, on a StatefulSet's pod: the StatefulSet
+	// can never form the group's gang.
+	EventOrderedReadyStatefulSet = "OrderedReadyStatefulSet"
+	// EventRolesMismatch, on a pod: its role annotations disagree with those
+	// of the other pods of its group.
+	EventRolesMismatch = "RolesMismatch"
+)
