@@ -27,18 +27,15 @@ import (
 func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, now time.Time) bool {
 	key := groupKey(pg.Namespace, pg.Name)
 	if isFinished(pg) {
-		c.withdraw(key)
+		c.admitter.withdraw(key)
 		return false
 	}
 	if isAdmitted(pg) {
-		if c.capacity != nil {
-			v.reserveAfter = c.reserve(pg, v, now) // reservations.go
-			c.placeJoiners(key, pg, v)
-		}
+		v.reserveAfter = c.admitter.admitJoiners(key, pg, v, now)
 		return true
 	}
 	if gates := pg.Spec.SchedulingGates; len(gates) > 0 {
-		c.withdraw(key)
+		c.admitter.withdraw(key)
 		names := make([]string, len(gates))
 		for i, g := range gates {
 			names[i] = g.Name
@@ -59,54 +56,29 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		if rolesShort {
 			msg += "; " + rolesMsg
 		}
-		c.withdraw(key)
+		c.admitter.withdraw(key)
 		if !c.checkOrderedReady(pg, v, pods, now) { // orderedready.go
 			c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(msg), now)
 		}
 		return false
 	}
 	if rolesShort {
-		c.withdraw(key)
+		c.admitter.withdraw(key)
 		c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(rolesMsg), now)
 		return false
 	}
-	reason, msg := scheduling.ReasonGangComplete, fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
-	if later > 0 && c.capacity == nil {
-		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", v.active, later)
-	}
-	if c.capacity != nil {
-		if !c.placeGang(key, pg, v, need, now) {
-			return false
+	admitted, reason, msg := c.admitter.admitGang(key, pg, v, need, later, now)
+	if !admitted {
+		if reason != "" {
+			c.setWaiting(pg, v, reason, msg, now)
 		}
-		reason, msg = scheduling.ReasonGangFits, fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
-		if later > 0 {
-			msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", v.active, later)
-		}
+		return false
 	}
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)
 	pg.Status.AdmissionTime = &t
 	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventAdmitted, msg) })
 	return true
-}
-
-// dropAdmission forgets a group's place in the admission queue, any
-// decision not yet recorded, and the reservation assumed for it.
-func (c *Controller) dropAdmission(key string) {
-	if c.admission == nil {
-		return
-	}
-	if c.admission.forget(key) {
-		c.capacity.Forget(key)
-	}
-	c.admission.poke()
-}
-
-// withdraw takes a group out of the admission queue: it has nothing to place.
-func (c *Controller) withdraw(key string) {
-	if c.admission != nil {
-		c.admission.withdraw(key)
-	}
 }
 
 // setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
@@ -138,7 +110,7 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	placed := placementsByUID(pg)
 	var pods []*corev1.Pod
 	for _, p := range v.gatedPods {
-		if c.capacity != nil && placed[p.UID] == "" {
+		if _, ok := c.admitter.releaseTo(placed, p); !ok {
 			continue // not placed yet: it waits for capacity.
 		}
 		// The cache still shows a finalizer that cleanup took off: wait until
@@ -155,9 +127,9 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	if len(pods) == 0 {
 		return nil
 	}
-	release := removeGatePatch
-	if c.capacity != nil {
-		release = func(p *corev1.Pod) ([]byte, bool) { return releasePatch(placed[p.UID])(p) }
+	release := func(p *corev1.Pod) ([]byte, bool) {
+		node, _ := c.admitter.releaseTo(placed, p)
+		return releasePatch(node)(p)
 	}
 	// A pod that is gone is not released: the gang may be short, and the
 	// error makes the group sync again from a fresh read (holdShort).

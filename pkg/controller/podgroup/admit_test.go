@@ -411,7 +411,7 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 		cfg:  capacityMode,
 		objs: append(objects(admitted(3, counts(0, 3)), pods("r", 3, requests("4"), createdAt(t0))...), newNode("n1", "8")),
 		check: func(t *testing.T, h *harness) {
-			h.c.admitCycle() // n1 has room for 2 of the 3.
+			h.admission().admitCycle() // n1 has room for 2 of the 3.
 			h.observe()
 			h.reset()
 			h.sync()

@@ -149,17 +149,17 @@ const (
 
 // runAdmission runs admission cycles, one at a time, whenever something
 // that may let a waiting group fit has changed.
-func (c *Controller) runAdmission(ctx context.Context) {
+func (a *capacityAdmission) runAdmission(ctx context.Context) {
 	t := time.NewTicker(cycleResync)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.admission.kick:
+		case <-a.queue.kick:
 		case <-t.C:
 		}
-		c.admitCycle()
+		a.admitCycle()
 		select {
 		case <-ctx.Done():
 			return
@@ -172,25 +172,25 @@ func (c *Controller) runAdmission(ctx context.Context) {
 // An admitted group's placements are assumed in the tracker at once, so the
 // next cycle does not offer that capacity again before the group's status
 // records them.
-func (c *Controller) admitCycle() {
-	cands := c.admission.snapshot()
+func (a *capacityAdmission) admitCycle() {
+	cands := a.queue.snapshot()
 	if len(cands) == 0 {
 		metrics.waitingForCapacity.Set(0)
 		return
 	}
-	start := c.clock.Now()
-	verdicts := capacity.Admit(c.capacity.Snapshot(), cands, c.cfg.QueueingStrategy)
+	start := a.clock.Now()
+	verdicts := capacity.Admit(a.tracker.Snapshot(), cands, a.strategy)
 	for _, v := range verdicts {
 		if v.Admit {
-			c.capacity.Assume(v.Key, assignedNodes(v))
-			c.capacity.AssumeReservations(v.Key, standInSlots(v.Assignments))
+			a.tracker.Assume(v.Key, assignedNodes(v))
+			a.tracker.AssumeReservations(v.Key, standInSlots(v.Assignments))
 		}
 	}
-	changed, waiting := c.admission.apply(verdicts)
+	changed, waiting := a.queue.apply(verdicts)
 	metrics.waitingForCapacity.Set(float64(waiting))
-	metrics.admissionCycle.Observe(c.clock.Since(start).Seconds())
+	metrics.admissionCycle.Observe(a.clock.Since(start).Seconds())
 	for _, key := range changed {
-		c.queue.Add(key)
+		a.enqueue(key)
 	}
 }
 

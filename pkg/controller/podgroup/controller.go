@@ -32,7 +32,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
 	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
@@ -79,11 +78,8 @@ type Controller struct {
 	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
 	warned map[types.UID]sets.Set[string]
 
-	// capacity, admission and podStore serve capacity-aware admission; they
-	// are nil with --admission=count.
-	capacity  *capacity.Tracker
-	admission *admissionQueue
-	podStore  *capacity.PodStore
+	// admitter is the admission mode, --admission (admitter.go).
+	admitter admitter
 }
 
 // Informers are the shared informers a Controller reads. New installs its
@@ -145,24 +141,12 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		written:      newWrittenGroups(),
 		warned:       map[types.UID]sets.Set[string]{},
 	}
-	if cfg.Admission == AdmissionCapacity {
-		if nodes == nil {
-			return nil, fmt.Errorf("capacity-aware admission needs a node informer")
-		}
-		c.capacity = capacity.NewTracker(cfg.FastRelease)
-		c.admission = newAdmissionQueue()
-		c.podStore = capacity.NewPodStore(c.capacity, c.admission.poke)
-		c.synced = append(c.synced, nodes.Informer().HasSynced, c.podStore.HasSynced)
-		nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.setNode,
-			UpdateFunc: func(_, obj interface{}) { c.setNode(obj) },
-			DeleteFunc: c.deleteNode,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("watching nodes: %w", err)
-		}
-		c.synced = append(c.synced, nodeReg.HasSynced)
+	adm, admSynced, err := c.newAdmitter(nodes)
+	if err != nil {
+		return nil, err
 	}
+	c.admitter = adm
+	c.synced = append(c.synced, admSynced...)
 	// The handlers' own HasSynced, not only the informers', gate Run: the
 	// capacity tracker is fed by the handlers, and the first admission cycle
 	// must see every reservation that already exists.
@@ -221,18 +205,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting PodGroup controller", "workers", workers, "admission", c.cfg.Admission)
-	if c.podStore != nil {
-		// Pods Muster does not manage hold capacity too; they are kept as
-		// compact holdings, never as pod objects.
-		r := capacity.NewUnmanagedPodReflector(c.kube, scheduling.PodGroupLabel, c.podStore)
-		wg.Go(func() { r.RunWithContext(ctx) })
-	}
+	synced := make(chan struct{})
+	c.admitter.start(ctx, &wg, synced)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
 	}
-	if c.admission != nil {
-		wg.Go(func() { c.runAdmission(ctx) })
-	}
+	close(synced)
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}

@@ -14,7 +14,7 @@ import (
 
 func (c *Controller) addPod(obj interface{}) {
 	p := obj.(*corev1.Pod)
-	c.trackPod(p)
+	c.admitter.observePod(p, false)
 	key, ok := podGroupKey(p)
 	if !ok || !(c.managedNamespace(p.Namespace) || holdsFinalizerToRelease(p)) {
 		return
@@ -30,7 +30,7 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if old.ResourceVersion == p.ResourceVersion {
 		return // a resync: nothing changed.
 	}
-	c.trackPod(p)
+	c.admitter.observePod(p, false)
 	if !c.managedNamespace(p.Namespace) && !holdsFinalizerToRelease(p) {
 		return
 	}
@@ -56,10 +56,7 @@ func (c *Controller) deletePod(obj interface{}) {
 		}
 	}
 	c.forgetWarnings(p.UID)
-	if c.capacity != nil {
-		c.capacity.RemoveManagedPod(p.UID)
-		c.admission.poke()
-	}
+	c.admitter.observePod(p, true)
 	if key, ok := podGroupKey(p); ok && c.managedNamespace(p.Namespace) {
 		c.queue.Add(key)
 	}
@@ -101,46 +98,11 @@ func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
 	}
 }
 
-// trackPod tells the capacity tracker what one of Muster's pods holds. Pods
-// in namespaces Muster does not manage hold capacity too.
-func (c *Controller) trackPod(p *corev1.Pod) {
-	if c.capacity == nil {
-		return
-	}
-	if key, ok := podGroupKey(p); ok {
-		c.capacity.SetManagedPod(key, p, scheduling.HasGate(p))
-	} else {
-		// The label is gone: the pod has left the labelled informer's view.
-		c.capacity.RemoveManagedPod(p.UID)
-	}
-	c.admission.poke()
-}
-
 func (c *Controller) addPodGroup(obj interface{}) {
-	if pg, ok := obj.(*v1alpha1.PodGroup); ok && c.capacity != nil {
-		// Placements first: a place claimed from a reservation is held
-		// twice for a moment, never not at all.
-		key := groupKey(pg.Namespace, pg.Name)
-		c.capacity.SetPlacements(key, placementsByUID(pg))
-		c.capacity.SetReservations(key, slotsOf(pg))
+	if pg, ok := obj.(*v1alpha1.PodGroup); ok {
+		c.admitter.observeGroup(groupKey(pg.Namespace, pg.Name), pg)
 	}
 	c.enqueueObject(obj)
-}
-
-func (c *Controller) setNode(obj interface{}) {
-	if n, ok := obj.(*corev1.Node); ok {
-		c.capacity.SetNode(n)
-		c.admission.poke()
-	}
-}
-
-func (c *Controller) deleteNode(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if n, ok := obj.(*corev1.Node); ok {
-		c.capacity.RemoveNode(n.Name)
-	}
 }
 
 func (c *Controller) enqueueObject(obj interface{}) {
@@ -156,11 +118,7 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 		return
 	}
 	metrics.forgetGroup(key)
-	if c.capacity != nil {
-		c.capacity.ForgetGroup(key)
-		c.admission.forget(key)
-		c.admission.poke()
-	}
+	c.admitter.observeGroup(key, nil)
 	c.mu.Lock()
 	delete(c.batchStart, key)
 	c.written.forget(key)

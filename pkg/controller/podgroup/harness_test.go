@@ -110,6 +110,9 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 		t.Fatalf("New: %v", err)
 	}
 	ctrl.clock = h.clock
+	if a, ok := ctrl.admitter.(*capacityAdmission); ok {
+		a.clock = h.clock
+	}
 	t.Cleanup(ctrl.queue.ShutDown)
 	h.c = ctrl
 	h.pods = podInformer.Informer().GetIndexer()
@@ -233,10 +236,22 @@ func (h *harness) observePods() {
 	}
 }
 
+// admission is the controller's capacity-aware admission; the test must
+// have asked for AdmissionCapacity.
+func (h *harness) admission() *capacityAdmission {
+	h.t.Helper()
+	a, ok := h.c.admitter.(*capacityAdmission)
+	if !ok {
+		h.t.Fatalf("the controller runs %T, not capacity-aware admission", h.c.admitter)
+	}
+	return a
+}
+
 // observeNodes hands every node to the capacity tracker.
 func (h *harness) observeNodes() {
 	h.t.Helper()
-	if h.c.capacity == nil {
+	a, ok := h.c.admitter.(*capacityAdmission)
+	if !ok {
 		return
 	}
 	list, err := h.kube.Tracker().List(schema.GroupVersionResource{Version: "v1", Resource: "nodes"},
@@ -245,7 +260,7 @@ func (h *harness) observeNodes() {
 		h.t.Fatalf("listing nodes: %v", err)
 	}
 	for i := range list.(*corev1.NodeList).Items {
-		h.c.setNode(&list.(*corev1.NodeList).Items[i])
+		a.setNode(&list.(*corev1.NodeList).Items[i])
 	}
 }
 
@@ -262,7 +277,7 @@ func (h *harness) observeGroups() {
 	if err := h.groups.Replace(items, ""); err != nil {
 		h.t.Fatalf("caching podgroups: %v", err)
 	}
-	if h.c.capacity != nil {
+	if _, ok := h.c.admitter.(*capacityAdmission); ok {
 		for _, o := range items {
 			h.c.addPodGroup(o)
 		}

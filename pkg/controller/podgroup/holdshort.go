@@ -66,10 +66,7 @@ func (c *Controller) gangHas(key string, pg *v1alpha1.PodGroup, v *podView, goin
 	for _, p := range going {
 		goingNow.Insert(p.UID)
 	}
-	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg)
-	if c.capacity == nil {
-		have += sumCounts(laterMissing(pg, v))
-	}
+	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg) + c.admitter.unreservedLater(pg, v)
 	for _, p := range activeGated(v) {
 		if !goingNow.Has(p.UID) && !c.ungated.pending(key, p.UID) {
 			have--

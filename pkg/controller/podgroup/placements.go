@@ -19,13 +19,14 @@ import (
 // admitted. The admission cycle decides; this step offers the gang to it,
 // and carries a decision into status once one is made: the placements go
 // into status.placements in the same write as Admitted=True, before any pod
-// is pinned or released. It reports whether the gang is admitted now.
-func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) bool {
+// is pinned or released. It reports whether the gang is admitted now and,
+// if not, why the last cycle left it waiting (a zero Verdict before any).
+func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (capacity.Verdict, bool) {
 	// The missing pods of createdLater roles are placed as stand-ins, in
 	// the same all-or-nothing placement, and reserved (reservations.go).
 	toPlace := append(unplacedPods(pg, v), standIns(pg, laterMissing(pg, v))...)
 	released := v.active - int32(len(activeGated(v)))
-	if d, ok := c.admission.decision(key); ok {
+	if d, ok := a.queue.decision(key); ok {
 		valid := validAssignments(d, toPlace)
 		if len(valid) > 0 && int32(len(valid))+released >= need {
 			pods, reserved := splitStandIns(valid)
@@ -35,43 +36,41 @@ func (c *Controller) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, ne
 				setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
 			}
 			v.decisionApplied = true
-			return true
+			return capacity.Verdict{}, true
 		}
 		// The gang changed since the cycle placed it: place it again.
-		c.dropAdmission(key)
+		a.drop(key)
 	}
 	if len(toPlace) == 0 {
 		// Every active pod was released already (by hand): nothing to place.
-		return true
+		return capacity.Verdict{}, true
 	}
-	c.admission.offer(capacity.Candidate{
+	a.queue.offer(capacity.Candidate{
 		Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time,
 		Pods: toPlace, Need: int(max(need-released, 1)),
 	})
-	if w, ok := c.admission.waitReason(key); ok {
-		c.setWaiting(pg, v, w.Reason, w.Message, now)
-	}
-	return false
+	w, _ := a.queue.waitReason(key)
+	return w, false
 }
 
 // placeJoiners is step 6's capacity check for an admitted group: pods that
 // joined it (replacements, pods beyond minCount) are placed one by one as
 // capacity allows, and recorded in status before they are released.
-func (c *Controller) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView) {
+func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView) {
 	toPlace := unplacedPods(pg, v)
-	if d, ok := c.admission.decision(key); ok {
+	if d, ok := a.queue.decision(key); ok {
 		if valid := validAssignments(d, toPlace); len(valid) > 0 {
 			addPlacements(pg, valid)
 			v.decisionApplied = true
 			return
 		}
-		c.dropAdmission(key)
+		a.drop(key)
 	}
 	if len(toPlace) == 0 {
-		c.admission.withdraw(key)
+		a.queue.withdraw(key)
 		return
 	}
-	c.admission.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
+	a.queue.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
 }
 
 // splitStandIns separates the assignments of real pods from those of
@@ -187,7 +186,11 @@ func priorityOf(pg *v1alpha1.PodGroup) int32 {
 
 // releasePatch is the patch that releases a pod: the gate comes off and, with
 // capacity-aware admission, the pod is pinned to its node in the same patch.
+// With no node it is removeGatePatch.
 func releasePatch(node string) func(*corev1.Pod) ([]byte, bool) {
+	if node == "" {
+		return removeGatePatch
+	}
 	return func(p *corev1.Pod) ([]byte, bool) {
 		ops, ok := removeGateOps(p)
 		if !ok {

@@ -30,7 +30,7 @@ func capacityHarness(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object)
 func (h *harness) admitRound() {
 	h.t.Helper()
 	h.sync()
-	h.c.admitCycle()
+	h.admission().admitCycle()
 	h.observe()
 	h.sync()
 }
@@ -195,8 +195,8 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 	if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
 		t.Fatal(err)
 	}
-	h.c.admitCycle()
-	v, ok := h.c.admission.waitReason(testNS + "/b")
+	h.admission().admitCycle()
+	v, ok := h.admission().queue.waitReason(testNS + "/b")
 	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
 		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity behind the reservation", v)
 	}
@@ -220,7 +220,7 @@ func TestCapacityJoinerPlacedAndPinned(t *testing.T) {
 func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("1"))...)...)
 	h.sync()
-	h.c.admitCycle()
+	h.admission().admitCycle()
 	h.deletePod("p-1")
 	h.addPod(newPod("p-2", requests("1")))
 	h.observe()
@@ -228,7 +228,7 @@ func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 	if len(h.podPatches()) != 0 {
 		t.Fatalf("released pods from a decision that no longer holds: %v", h.podPatches())
 	}
-	h.c.admitCycle()
+	h.admission().admitCycle()
 	h.observe()
 	h.sync()
 	for _, n := range []string{"p-0", "p-2"} {
@@ -303,7 +303,7 @@ func TestWaitingEventPerReason(t *testing.T) {
 	h.addPod(newPod("p-1", requests("5")))
 	h.observe()
 	h.sync()
-	h.c.admitCycle()
+	h.admission().admitCycle()
 	h.observe()
 	h.sync()
 	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Waiting needs 2 pods placed at once; 1 fit now") {
@@ -316,11 +316,11 @@ func TestWaitingEventPerReason(t *testing.T) {
 func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("4"))...)...)
 	h.sync()
-	h.c.admitCycle()
-	if _, ok := h.c.admission.decision(testKey); !ok {
+	h.admission().admitCycle()
+	if _, ok := h.admission().queue.decision(testKey); !ok {
 		t.Fatal("the cycle did not admit the gang")
 	}
-	if free := h.c.capacity.Snapshot().Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
+	if free := h.admission().tracker.Snapshot().Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
 		t.Fatal("the decision reserved nothing")
 	}
 	pg := h.group()
@@ -331,10 +331,10 @@ func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 	}
 	h.observe()
 	h.sync()
-	if _, ok := h.c.admission.decision(testKey); ok {
+	if _, ok := h.admission().queue.decision(testKey); ok {
 		t.Error("the decision outlived its group")
 	}
-	if free := h.c.capacity.Snapshot().Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
+	if free := h.admission().tracker.Snapshot().Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
 		t.Errorf("after the group was deleted %d of 2 pods of 4 cpu fit on the 8-cpu node, want 2", len(free.Assignments))
 	}
 }

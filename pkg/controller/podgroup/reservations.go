@@ -169,12 +169,12 @@ func standInSlots(as []capacity.Assignment) []capacity.Slot {
 // places unclaimed past their role's timeout are given back
 // (expireReservations), and the CapacityReserved condition follows. It
 // returns when to look again for an expiry.
-func (c *Controller) reserve(pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+func (a *capacityAdmission) reserve(pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
 	if len(pg.Status.Reservations) == 0 {
 		return 0
 	}
-	c.claimReserved(pg, v)
-	next := c.expireReservations(pg, v, now)
+	a.claimReserved(pg, v)
+	next := a.expireReservations(pg, v, now)
 	if len(pg.Status.Reservations) > 0 {
 		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
 	} else if !meta.IsStatusConditionFalse(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
@@ -190,7 +190,7 @@ func (c *Controller) reserve(pg *v1alpha1.PodGroup, v *podView, now time.Time) t
 // reservation go into status in one write, before the pod is pinned there
 // and released (step 9). A pod that fits no reserved place is left to be
 // placed as any joiner is.
-func (c *Controller) claimReserved(pg *v1alpha1.PodGroup, v *podView) {
+func (a *capacityAdmission) claimReserved(pg *v1alpha1.PodGroup, v *podView) {
 	req := roleRequests(pg)
 	waiting := unplacedPods(pg, v)
 	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Name < waiting[j].Name })
@@ -198,7 +198,7 @@ func (c *Controller) claimReserved(pg *v1alpha1.PodGroup, v *podView) {
 		role := roleOf(p)
 		for i := range pg.Status.Reservations {
 			r := &pg.Status.Reservations[i]
-			if r.Role != role || r.Count == 0 || !capacity.Claims(c.capacity.Node(r.Node), p, req[role]) {
+			if r.Role != role || r.Count == 0 || !capacity.Claims(a.tracker.Node(r.Node), p, req[role]) {
 				continue
 			}
 			r.Count--
@@ -221,7 +221,7 @@ func dropEmptyReservations(pg *v1alpha1.PodGroup) {
 // passed: the group says so in CapacityReserved=False/ReservationExpired
 // and an event. Pods of the role that arrive later are placed as capacity
 // allows, like any joiner. It returns when the next timeout falls.
-func (c *Controller) expireReservations(pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+func (a *capacityAdmission) expireReservations(pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
 	if pg.Status.AdmissionTime == nil {
 		return 0
 	}
@@ -236,7 +236,7 @@ func (c *Controller) expireReservations(pg *v1alpha1.PodGroup, v *podView, now t
 		if !ok {
 			continue
 		}
-		timeout := c.reservationTimeout(role)
+		timeout := a.timeout(role)
 		if wait := pg.Status.AdmissionTime.Add(timeout).Sub(now); wait > 0 {
 			next = soonest(next, wait)
 			continue
@@ -254,16 +254,16 @@ func (c *Controller) expireReservations(pg *v1alpha1.PodGroup, v *podView, now t
 	dropEmptyReservations(pg)
 	msg := fmt.Sprintf("%s of admission; their reserved capacity was given back, and such pods that arrive now are placed as capacity allows", strings.Join(expired, "; "))
 	setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonReservationExpired, msg, now)
-	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventReservationExpired, msg) })
+	v.onceWritten(func() { a.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventReservationExpired, msg) })
 	return next
 }
 
-// reservationTimeout is the role's own timeout, or the controller's.
-func (c *Controller) reservationTimeout(r v1alpha1.PodGroupRole) time.Duration {
+// timeout is the role's own reservation timeout, or the controller's.
+func (a *capacityAdmission) timeout(r v1alpha1.PodGroupRole) time.Duration {
 	if r.ReservationTimeoutSeconds != nil {
 		return time.Duration(*r.ReservationTimeoutSeconds) * time.Second
 	}
-	return c.cfg.ReservationTimeout
+	return a.reservationTimeout
 }
 
 // reservedMessage says what is held, e.g. "capacity is reserved for 8 pods

@@ -59,7 +59,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if !c.managedNamespace(namespace) || pg.DeletionTimestamp != nil {
 		// Nothing will carry out a placement for this group any more.
-		c.dropAdmission(key)
+		c.admitter.drop(key)
 	}
 	if !c.managedNamespace(namespace) {
 		// Muster leaves pods here alone, but never leaves a pod or a group
@@ -107,7 +107,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		view.written()
 	}
 	if view.decisionApplied {
-		c.admission.recorded(key)
+		c.admitter.recorded(key)
 	}
 
 	// Act, steps 9 and 10: adopt running pods and release the gang, then

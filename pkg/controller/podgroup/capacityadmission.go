@@ -1,0 +1,174 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// capacityAdmission is --admission=capacity: a complete gang is released
+// only once an admission cycle has placed every pod where it fits, on one
+// snapshot of the cluster (capacityqueue.go, placements.go); each pod is
+// pinned to its node in the patch that releases it, and capacity is
+// reserved for the pods of createdLater roles (reservations.go).
+type capacityAdmission struct {
+	// tracker holds what every node has and what holds it: Muster's pods,
+	// the pods it does not manage (podStore), placements and reservations.
+	tracker  *capacity.Tracker
+	queue    *admissionQueue
+	podStore *capacity.PodStore
+
+	kube               kubernetes.Interface
+	strategy           capacity.QueueingStrategy
+	reservationTimeout time.Duration
+	recorder           record.EventRecorder
+	clock              clock.PassiveClock
+	// enqueue hands a group to the sync workers, once a cycle decided for it.
+	enqueue func(key string)
+}
+
+var _ admitter = &capacityAdmission{}
+
+// newCapacityAdmission builds capacity-aware admission for c, fed by the
+// node informer, and returns what Run must wait for.
+func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*capacityAdmission, []cache.InformerSynced, error) {
+	if nodes == nil {
+		return nil, nil, fmt.Errorf("capacity-aware admission needs a node informer")
+	}
+	a := &capacityAdmission{
+		tracker:            capacity.NewTracker(c.cfg.FastRelease),
+		queue:              newAdmissionQueue(),
+		kube:               c.kube,
+		strategy:           c.cfg.QueueingStrategy,
+		reservationTimeout: c.cfg.ReservationTimeout,
+		recorder:           c.recorder,
+		clock:              c.clock,
+		enqueue:            c.queue.Add,
+	}
+	a.podStore = capacity.NewPodStore(a.tracker, a.queue.poke)
+	synced := []cache.InformerSynced{nodes.Informer().HasSynced, a.podStore.HasSynced}
+	nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    a.setNode,
+		UpdateFunc: func(_, obj interface{}) { a.setNode(obj) },
+		DeleteFunc: a.deleteNode,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching nodes: %w", err)
+	}
+	return a, append(synced, nodeReg.HasSynced), nil
+}
+
+// start lists and watches the pods Muster does not manage, which hold
+// capacity too (they are kept as compact holdings, never as pod objects),
+// and runs admission cycles once the caches have synced.
+func (a *capacityAdmission) start(ctx context.Context, wg *sync.WaitGroup, synced <-chan struct{}) {
+	r := capacity.NewUnmanagedPodReflector(a.kube, scheduling.PodGroupLabel, a.podStore)
+	wg.Go(func() { r.RunWithContext(ctx) })
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-synced:
+		}
+		a.runAdmission(ctx)
+	})
+}
+
+// admitGang admits a complete gang once a cycle has placed it (placeGang).
+func (a *capacityAdmission) admitGang(key string, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (bool, string, string) {
+	if w, placed := a.placeGang(key, pg, v, need, now); !placed {
+		return false, w.Reason, w.Message
+	}
+	msg := fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
+	if later > 0 {
+		msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", v.active, later)
+	}
+	return true, scheduling.ReasonGangFits, msg
+}
+
+// admitJoiners serves the group's reservations (reservations.go), then
+// places the pods that joined it (placements.go).
+func (a *capacityAdmission) admitJoiners(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+	next := a.reserve(pg, v, now)
+	a.placeJoiners(key, pg, v)
+	return next
+}
+
+func (a *capacityAdmission) withdraw(key string) { a.queue.withdraw(key) }
+
+// drop forgets the group's place in the queue, any decision not yet
+// recorded, and the reservation assumed for that decision.
+func (a *capacityAdmission) drop(key string) {
+	if a.queue.forget(key) {
+		a.tracker.Forget(key)
+	}
+	a.queue.poke()
+}
+
+func (a *capacityAdmission) recorded(key string) { a.queue.recorded(key) }
+
+// releaseTo releases only a placed pod, pinned to its node.
+func (a *capacityAdmission) releaseTo(placed map[types.UID]string, p *corev1.Pod) (string, bool) {
+	node := placed[p.UID]
+	return node, node != ""
+}
+
+// unreservedLater is none: every missing pod of a createdLater role has a
+// reserved place, which holdShort counts as such.
+func (a *capacityAdmission) unreservedLater(*v1alpha1.PodGroup, *podView) int32 { return 0 }
+
+// observePod tells the tracker what one of Muster's pods holds, and asks
+// for a cycle: what it frees may let a waiting gang fit.
+func (a *capacityAdmission) observePod(p *corev1.Pod, gone bool) {
+	if key, ok := podGroupKey(p); ok && !gone {
+		a.tracker.SetManagedPod(key, p, scheduling.HasGate(p))
+	} else {
+		// Gone, or the label is gone: the pod has left the labelled
+		// informer's view.
+		a.tracker.RemoveManagedPod(p.UID)
+	}
+	a.queue.poke()
+}
+
+// observeGroup tells the tracker what a group's status holds.
+func (a *capacityAdmission) observeGroup(key string, pg *v1alpha1.PodGroup) {
+	if pg == nil {
+		a.tracker.ForgetGroup(key)
+		a.queue.forget(key)
+		a.queue.poke()
+		return
+	}
+	// Placements first: a place claimed from a reservation is held twice
+	// for a moment, never not at all.
+	a.tracker.SetPlacements(key, placementsByUID(pg))
+	a.tracker.SetReservations(key, slotsOf(pg))
+}
+
+func (a *capacityAdmission) setNode(obj interface{}) {
+	if n, ok := obj.(*corev1.Node); ok {
+		a.tracker.SetNode(n)
+		a.queue.poke()
+	}
+}
+
+func (a *capacityAdmission) deleteNode(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		a.tracker.RemoveNode(n.Name)
+	}
+}

@@ -1,0 +1,59 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// countAdmission is --admission=count: a complete gang is released at once,
+// unpinned, whatever the free capacity, for clusters where another system
+// owns capacity. It keeps no state: it places nothing and reserves nothing.
+type countAdmission struct{}
+
+var _ admitter = countAdmission{}
+
+func (countAdmission) start(context.Context, *sync.WaitGroup, <-chan struct{}) {}
+
+// admitGang admits every complete gang. Pods of createdLater roles are not
+// waited for, and nothing is reserved for them, which the message says.
+func (countAdmission) admitGang(_ string, _ *v1alpha1.PodGroup, v *podView, need, later int32, _ time.Time) (bool, string, string) {
+	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
+	if later > 0 {
+		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", v.active, later)
+	}
+	return true, scheduling.ReasonGangComplete, msg
+}
+
+// admitJoiners has nothing to do: joiners of an admitted group go at once.
+func (countAdmission) admitJoiners(string, *v1alpha1.PodGroup, *podView, time.Time) time.Duration {
+	return 0
+}
+
+func (countAdmission) withdraw(string) {}
+
+func (countAdmission) drop(string) {}
+
+func (countAdmission) recorded(string) {}
+
+// releaseTo releases every gated pod, unpinned.
+func (countAdmission) releaseTo(map[types.UID]string, *corev1.Pod) (string, bool) {
+	return "", true
+}
+
+// unreservedLater counts the missing pods of createdLater roles as present:
+// they are not waited for, so a gang whose other pods are all there goes.
+func (countAdmission) unreservedLater(pg *v1alpha1.PodGroup, v *podView) int32 {
+	return sumCounts(laterMissing(pg, v))
+}
+
+func (countAdmission) observePod(*corev1.Pod, bool) {}
+
+func (countAdmission) observeGroup(string, *v1alpha1.PodGroup) {}
