@@ -55,7 +55,7 @@ func BenchmarkAdmitGang(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
-						v := Admit(tr.Snapshot(), []Candidate{gang}, BestEffortFIFO)
+						v := Admit(tr.Snapshot(defaultFilters()), []Candidate{gang}, BestEffortFIFO)
 						if len(v) != 1 || !v[0].Admit {
 							b.Fatalf("gang not admitted: %+v", v)
 						}

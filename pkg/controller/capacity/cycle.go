@@ -74,6 +74,7 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 		}
 		return a.Key < b.Key
 	})
+	defer s.Close()
 	var (
 		verdicts []Verdict
 		empty    *Snapshot
@@ -90,16 +91,23 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 			if len(res.Assignments) > 0 {
 				s.Commit(res)
 				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments})
+			} else {
+				s.Discard(res)
 			}
 			continue
 		}
-		if empty == nil {
-			empty = s.Empty()
-		}
-		if idle := empty.Place(c.Pods); len(idle.Assignments) < c.Need {
-			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonExceedsCluster,
-				Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, len(idle.Assignments), idle.Short)})
-			continue
+		s.Discard(res)
+		if judgeIdle(c.Pods) {
+			if empty == nil {
+				empty = s.Empty()
+			}
+			idle := empty.Place(c.Pods)
+			empty.Discard(idle)
+			if len(idle.Assignments) < c.Need {
+				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonExceedsCluster,
+					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, len(idle.Assignments), idle.Short)})
+				continue
+			}
 		}
 		verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonInsufficientCapacity,
 			Message: fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, len(res.Assignments), res.Short)})
@@ -108,4 +116,20 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 		}
 	}
 	return verdicts
+}
+
+// judgeIdle reports whether a gang that does not fit the idle cluster can
+// never fit. Not for a gang with required pod affinity, which may need the
+// very pods that idling removes, nor for one with devices, which the idle
+// cluster cannot free: those wait as InsufficientCapacity.
+func judgeIdle(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if len(p.Spec.ResourceClaims) > 0 {
+			return false
+		}
+		if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -37,7 +37,7 @@ func TestAdmit(t *testing.T) {
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("b", 0, 2, 8, "10"), gang("a", 0, 1, 8, "10")},
 			want:       map[string]outcome{"a": {Admit: true, Pods: 8}, "b": {Reason: ReasonInsufficientCapacity}},
-			wantMsg:    map[string]string{"b": "needs 8 pods placed at once; 4 fit now: 8 pods requesting cpu 10 each, 4 fit: the 4 eligible nodes have room for 3, 1, 0, 0 of them (short of cpu)"},
+			wantMsg:    map[string]string{"b": "needs 8 pods placed at once; 4 fit now: 8 pods requesting cpu 10 each, 4 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit)"},
 		},
 		{
 			name:       "higher priority goes first even when younger",

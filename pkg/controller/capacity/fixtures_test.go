@@ -1,13 +1,17 @@
 package capacity
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 type nodeOpt func(*corev1.Node)
@@ -138,7 +142,35 @@ func snapshotOf(nodes []*corev1.Node, bound ...*corev1.Pod) *Snapshot {
 	for _, p := range bound {
 		t.SetUnmanagedPod(p)
 	}
-	return t.Snapshot()
+	return t.Snapshot(defaultFilters())
+}
+
+var (
+	filtersOnce sync.Once
+	filtersErr  error
+	shared      *Filters
+)
+
+// defaultFilters are the scheduler's filters on a cluster with no storage
+// or DRA objects, built once for the package's tests.
+func defaultFilters() *Filters {
+	filtersOnce.Do(func() {
+		shared, filtersErr = startFilters(context.Background())
+	})
+	if filtersErr != nil {
+		panic(filtersErr)
+	}
+	return shared
+}
+
+// startFilters builds the filters on a fake clientset holding objs (storage
+// classes, volumes, claims, DRA objects), and waits for their informers.
+func startFilters(ctx context.Context, objs ...runtime.Object) (*Filters, error) {
+	f, err := NewFilters(ctx, fake.NewClientset(objs...), true)
+	if err != nil {
+		return nil, err
+	}
+	return f, f.Start(ctx)
 }
 
 // placedOn maps pod name to node.

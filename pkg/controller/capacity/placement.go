@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -10,43 +11,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 )
-
-// NodeState is a node with what is requested on it in one snapshot.
-type NodeState struct {
-	*Node
-	Requested Resources
-	Pods      int64
-}
-
-// Snapshot is a copy of the tracker's view that one admission cycle places
-// gangs on. Placing a gang changes only the snapshot.
-type Snapshot struct {
-	Nodes []NodeState
-}
-
-// Empty returns the same nodes with nothing requested: the cluster idle.
-// A gang that does not fit on it can never fit as the cluster stands.
-func (s *Snapshot) Empty() *Snapshot {
-	e := &Snapshot{Nodes: make([]NodeState, len(s.Nodes))}
-	for i := range s.Nodes {
-		e.Nodes[i] = NodeState{Node: s.Nodes[i].Node}
-	}
-	return e
-}
 
 // Assignment places one pod on one node.
 type Assignment struct {
 	Pod  *corev1.Pod
 	Node string
-	node int
-	req  Resources
 }
 
-// Result is the outcome of placing a set of pods.
+// Result is the outcome of placing a set of pods. It must be passed to
+// Commit or Discard before the next Place on the same filters.
 type Result struct {
 	// Assignments are the pods that fit, each on its node.
 	Assignments []Assignment
@@ -54,89 +31,327 @@ type Result struct {
 	Unplaced int
 	// Short says why pods did not fit; empty when all did.
 	Short string
+
+	overlay  map[int]*schedfw.NodeInfo
+	reserved []reservation
+}
+
+// reservation is one Reserve call, which Unreserve undoes.
+type reservation struct {
+	state fwk.CycleState
+	pod   *corev1.Pod
+	node  string
 }
 
 // Place finds a node for as many of pods as fit, without changing the
-// snapshot; Commit applies a result that is accepted.
+// snapshot; Commit applies a result that is accepted, Discard drops one
+// that is not.
 //
-// The heuristic is best-fit decreasing, which packs gangs tightly so that a
-// large gang is not starved by fragmentation: pods are grouped by shape
-// (same requests and node selection), larger shapes first; for each shape,
-// the nodes it may run on are ranked by how full they would be with one more
-// pod (the mean of the cpu and memory fractions, most allocated first, then
-// by name), and each node is filled with as many pods as fit before the next.
-// Filling the fullest node first leaves whole nodes free for later gangs.
+// Where a pod may run is decided by kube-scheduler's own PreFilter and
+// Filter plugins (filters.go), run on the snapshot with the pods placed so
+// far, so that a gang's members constrain each other as they will on the
+// nodes: one per node under anti-affinity, one per host port, spread evenly,
+// a volume or a device taken once.
+//
+// Which of those nodes is the heuristic's: best-fit decreasing, which packs
+// gangs tightly so that a large gang is not starved by fragmentation. Pods
+// are grouped by shape (same requests and node selection), larger shapes
+// first; each pod goes to the node that would be the most allocated with it
+// (the mean of its cpu and memory fractions, then by name). Filling the
+// fullest node first leaves whole nodes free for later gangs.
 func (s *Snapshot) Place(pods []*corev1.Pod) Result {
-	var res Result
-	added := map[int]*usage{}
+	ctx := context.TODO()
+	s.use(ctx)
+	p := &placer{ctx: ctx, s: s}
 	var shortMsgs []string
 	for _, sh := range groupShapes(pods) {
-		var why exclusions
-		eligible := s.eligible(sh, &why)
-		slots := make([]slot, 0, len(eligible))
-		rooms := make([]int64, 0, len(eligible))
-		limits := map[corev1.ResourceName]int{}
-		for _, i := range eligible {
-			ns := &s.Nodes[i]
-			requested, podCount := ns.Requested, ns.Pods
-			if a := added[i]; a != nil {
-				requested = requested.Clone()
-				requested.Add(a.requested)
-				podCount += a.pods
-			}
-			room, limit := fitCount(sh.req, ns.Allocatable, requested, ns.MaxPods-podCount)
-			rooms = append(rooms, room)
-			limits[limit]++
-			if room == 0 {
-				continue
-			}
-			slots = append(slots, slot{node: i, room: room, score: fullness(sh.req, ns.Allocatable, requested)})
-		}
-		// The fullest node first; the snapshot is sorted by name, so the
-		// index breaks ties by name. A heap, not a sort: a gang usually
-		// needs a few nodes out of thousands.
-		h := slotHeap(slots)
-		heap.Init(&h)
-		next := 0
-		for h.Len() > 0 && next < len(sh.pods) {
-			sl := heap.Pop(&h).(slot)
-			for k := int64(0); k < sl.room && next < len(sh.pods); k++ {
-				res.Assignments = append(res.Assignments, Assignment{Pod: sh.pods[next], Node: s.Nodes[sl.node].Name(), node: sl.node, req: sh.req})
-				a := added[sl.node]
-				if a == nil {
-					a = &usage{}
-					added[sl.node] = a
-				}
-				a.requested.Add(sh.req)
-				a.pods++
-				next++
-			}
-		}
-		if left := len(sh.pods) - next; left > 0 {
-			res.Unplaced += left
-			shortMsgs = append(shortMsgs, shortMessage(len(sh.pods), next, sh.req, rooms, limits, why))
+		placed := p.placeShape(sh)
+		if left := len(sh.pods) - placed; left > 0 {
+			p.res.Unplaced += left
+			shortMsgs = append(shortMsgs, sh.shortMessage(placed, len(s.Nodes)))
 		}
 	}
-	res.Short = strings.Join(shortMsgs, "; ")
-	return res
+	p.res.Short = strings.Join(shortMsgs, "; ")
+	p.res.overlay, p.res.reserved = s.overlay, p.reserved
+	s.overlay = nil
+	return p.res
 }
 
 // Commit applies an accepted result to the snapshot, so that later
-// placements in the same cycle see its pods.
+// placements in the same cycle see its pods, volumes and devices.
 func (s *Snapshot) Commit(r Result) {
-	for _, a := range r.Assignments {
-		ns := &s.Nodes[a.node]
-		ns.Requested = ns.Requested.Clone()
-		ns.Requested.Add(a.req)
-		ns.Pods++
+	for i, ni := range r.overlay {
+		s.infos[i] = ni
+	}
+	s.reserved = append(s.reserved, r.reserved...)
+}
+
+// Discard gives back the volumes and devices a result that is not
+// accepted reserved.
+func (s *Snapshot) Discard(r Result) {
+	s.unreserve(r.reserved)
+}
+
+// Close gives back everything the cycle reserved: the next cycle's snapshot
+// sees the admitted pods in the tracker and reserves their volumes and
+// devices again until they are bound (replay).
+func (s *Snapshot) Close() {
+	s.unreserve(s.reserved)
+	s.reserved = nil
+	if s.filters != nil && s.filters.lister.s == s {
+		s.filters.lister.s = nil
 	}
 }
 
-// slot is a node a shape fits on: how many of its pods, and how full the
-// node would be with one.
+func (s *Snapshot) unreserve(rs []reservation) {
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		s.filters.fw.RunReservePluginsUnreserve(context.TODO(), r.state, r.pod, r.node)
+	}
+}
+
+// use points the filters at this snapshot and, the first time, reserves
+// what Muster's pods that hold a node without being bound to it will take:
+// the scheduler has not allocated their devices or bound their volumes yet,
+// and no later gang may be promised them.
+func (s *Snapshot) use(ctx context.Context) {
+	s.filters.lister.s = s
+	if s.replayed {
+		return
+	}
+	s.replayed = true
+	for _, h := range s.unbound {
+		i, ok := s.index[h.node]
+		if !ok {
+			continue
+		}
+		// The pod is already counted on its node: filter it on a copy of
+		// the node without it.
+		ni := s.infos[i].SnapshotConcrete()
+		_ = ni.RemovePod(klog.FromContext(ctx), h.pod)
+		s.overlay = map[int]*schedfw.NodeInfo{i: ni}
+		state := schedfw.NewCycleState()
+		_, st, _ := s.filters.fw.RunPreFilterPlugins(ctx, state, h.pod)
+		if st.IsSuccess() {
+			st = s.filters.fw.RunFilterPlugins(ctx, state, h.pod, ni)
+		}
+		if st.IsSuccess() {
+			st = s.filters.fw.RunReservePluginsReserve(ctx, state, h.pod, h.node)
+		}
+		if st.IsSuccess() {
+			s.reserved = append(s.reserved, reservation{state: state, pod: h.pod, node: h.node})
+		} else {
+			klog.FromContext(ctx).V(2).Info("Placement could not reserve the volumes or devices of a pod placed earlier", "pod", klog.KObj(h.pod), "node", h.node, "status", st.Message())
+		}
+		s.overlay = nil
+	}
+}
+
+// placer is one Place call in progress.
+type placer struct {
+	ctx      context.Context
+	s        *Snapshot
+	res      Result
+	reserved []reservation
+}
+
+// prefilter runs the PreFilter plugins for pod; a failure refuses every node.
+func (p *placer) prefilter(pod *corev1.Pod) (*cycleState, *fwk.Status) {
+	state := schedfw.NewCycleState()
+	result, st, _ := p.s.filters.fw.RunPreFilterPlugins(p.ctx, state, pod)
+	if !st.IsSuccess() && !st.IsSkip() {
+		return nil, st
+	}
+	return &cycleState{state: state, result: result}, nil
+}
+
+// filter runs the Filter plugins for pod on node i; "" means it may run there.
+func (p *placer) filter(cs *cycleState, pod *corev1.Pod, i int) string {
+	n := p.s.Nodes[i]
+	switch {
+	case !n.Ready:
+		return "not ready"
+	case n.Object.DeletionTimestamp != nil:
+		return "being deleted"
+	case !cs.result.AllNodes() && !cs.result.NodeNames.Has(n.Name()):
+		return "not among the nodes its PreFilter plugins allow"
+	}
+	st := p.s.filters.fw.RunFilterPlugins(p.ctx, cs.state, pod, p.s.info(i))
+	if st.IsSuccess() {
+		return ""
+	}
+	return refusal(st)
+}
+
+// filterAll runs filter on every node, in parallel, and returns the nodes
+// pod may run on; why records the others.
+func (p *placer) filterAll(cs *cycleState, pod *corev1.Pod, why map[int]string) []int {
+	reasons := make([]string, len(p.s.Nodes))
+	p.s.filters.fw.Parallelizer().Until(p.ctx, len(p.s.Nodes), func(i int) {
+		reasons[i] = p.filter(cs, pod, i)
+	}, "muster-placement")
+	var ok []int
+	for i, r := range reasons {
+		if r == "" {
+			ok = append(ok, i)
+			delete(why, i)
+		} else {
+			why[i] = r
+		}
+	}
+	return ok
+}
+
+// refusal names the plugin that refused a node, and why, as the scheduler's
+// own Unschedulable message does.
+func refusal(st *fwk.Status) string {
+	reasons := strings.Join(st.Reasons(), ", ")
+	if st.Plugin() == "" {
+		return reasons
+	}
+	return fmt.Sprintf("%s (%s)", reasons, st.Plugin())
+}
+
+// assign puts pod on node i in the placement in progress and reserves its
+// volumes and devices there; false if Reserve refused.
+func (p *placer) assign(cs *cycleState, pod *corev1.Pod, i int) bool {
+	node := p.s.Nodes[i].Name()
+	if needsReserve(pod) {
+		if st := p.s.filters.fw.RunReservePluginsReserve(p.ctx, cs.state, pod, node); !st.IsSuccess() {
+			p.s.filters.fw.RunReservePluginsUnreserve(p.ctx, cs.state, pod, node)
+			return false
+		}
+		p.reserved = append(p.reserved, reservation{state: cs.state, pod: pod, node: node})
+	}
+	bound := *pod
+	bound.Spec.NodeName = node
+	p.s.writable(i).AddPod(&bound)
+	p.res.Assignments = append(p.res.Assignments, Assignment{Pod: pod, Node: node})
+	return true
+}
+
+// placeShape places a shape's pods and returns how many it placed.
+func (p *placer) placeShape(sh *shape) int {
+	if !sh.independent {
+		placed := 0
+		for _, pod := range sh.pods {
+			if p.placeAlone(sh, pod) {
+				placed++
+			}
+		}
+		return placed
+	}
+	return p.placeIndependent(sh)
+}
+
+// placeAlone places a pod whose constraints depend on the pods placed
+// before it (pod affinity, topology spread, host ports, volumes, devices):
+// every node is filtered again for it.
+func (p *placer) placeAlone(sh *shape, pod *corev1.Pod) bool {
+	cs, st := p.prefilter(pod)
+	if st != nil {
+		sh.refuseAll(refusal(st))
+		return false
+	}
+	nodes := p.filterAll(cs, pod, sh.why)
+	req := sh.req
+	sort.SliceStable(nodes, func(a, b int) bool {
+		return fullness(req, p.s.info(nodes[a])) > fullness(req, p.s.info(nodes[b]))
+	})
+	for _, i := range nodes {
+		if p.assign(cs, pod, i) {
+			return true
+		}
+		sh.why[i] = "its volumes or devices could not be reserved"
+	}
+	return false
+}
+
+// placeIndependent places pods that constrain only the node they go to
+// (requests, node selection, tolerations): the nodes are filtered once for
+// the first pod, and each later pod is checked only on the node it is
+// offered, which is all that placing a pod of the shape changes. Each pod
+// still gets its own PreFilter, since running pods' anti-affinity may match
+// its labels.
+func (p *placer) placeIndependent(sh *shape) int {
+	cs, st := p.prefilter(sh.pods[0])
+	if st != nil {
+		sh.refuseAll(refusal(st))
+		return 0
+	}
+	nodes := p.filterAll(cs, sh.pods[0], sh.why)
+	h := make(slotHeap, 0, len(nodes))
+	for _, i := range nodes {
+		h = append(h, slot{node: i, score: fullness(sh.req, p.s.info(i))})
+	}
+	heap.Init(&h)
+	placed := 0
+	for k, pod := range sh.pods {
+		if k > 0 {
+			if cs, st = p.prefilter(pod); st != nil {
+				continue
+			}
+		}
+		var later []slot
+		for h.Len() > 0 {
+			sl := heap.Pop(&h).(slot)
+			if why := p.filter(cs, pod, sl.node); why != "" {
+				sh.why[sl.node] = why
+				// Running pods' anti-affinity may refuse this pod for its
+				// labels alone; the next pod may still go there.
+				if strings.Contains(why, "InterPodAffinity") {
+					later = append(later, sl)
+				}
+				continue
+			}
+			if !p.assign(cs, pod, sl.node) {
+				continue
+			}
+			placed++
+			sl.score = fullness(sh.req, p.s.info(sl.node))
+			heap.Push(&h, sl)
+			break
+		}
+		for _, sl := range later {
+			heap.Push(&h, sl)
+		}
+	}
+	return placed
+}
+
+func needsReserve(p *corev1.Pod) bool {
+	return len(p.Spec.ResourceClaims) > 0 || len(StorageVolumes(p.Spec.Volumes)) > 0
+}
+
+// independent reports whether a pod constrains only the node it goes to,
+// so that placing it changes no other node's verdict for its shape.
+func independent(p *corev1.Pod) bool {
+	if a := p.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return false
+		}
+		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return false
+		}
+	}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return false
+		}
+	}
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		for _, port := range c.Ports {
+			if port.HostPort != 0 {
+				return false
+			}
+		}
+	}
+	return !needsReserve(p)
+}
+
+// slot is a node a shape fits on, and how full it would be with one more.
 type slot struct {
 	node  int
-	room  int64
 	score float64
 }
 
@@ -159,26 +374,32 @@ func (h *slotHeap) Pop() any {
 	return x
 }
 
-// shape is a set of pods that the filters and the fit check treat alike.
+// shape is a set of pods that placement treats alike. Pods that constrain
+// each other (not independent) are each a shape of their own.
 type shape struct {
-	req      Resources
-	pods     []*corev1.Pod
-	affinity nodeaffinity.RequiredNodeAffinity
+	req         Resources
+	pods        []*corev1.Pod
+	independent bool
+	// why says, by node, why the last pod offered it was refused.
+	why map[int]string
 }
 
 func groupShapes(pods []*corev1.Pod) []*shape {
 	var shapes []*shape
 	for _, p := range pods {
 		req := PodRequests(p)
+		ind := independent(p)
 		var found *shape
-		for _, sh := range shapes {
-			if sameShape(sh.pods[0], p, sh.req, req) {
-				found = sh
-				break
+		if ind {
+			for _, sh := range shapes {
+				if sh.independent && sameShape(sh.pods[0], p, sh.req, req) {
+					found = sh
+					break
+				}
 			}
 		}
 		if found == nil {
-			found = &shape{req: req, affinity: nodeaffinity.GetRequiredNodeAffinity(p)}
+			found = &shape{req: req, independent: ind, why: map[int]string{}}
 			shapes = append(shapes, found)
 		}
 		found.pods = append(found.pods, p)
@@ -198,117 +419,28 @@ func groupShapes(pods []*corev1.Pod) []*shape {
 
 func sameShape(a, b *corev1.Pod, ra, rb Resources) bool {
 	return apiequality.Semantic.DeepEqual(ra, rb) &&
+		a.Spec.SchedulerName == b.Spec.SchedulerName &&
 		maps.Equal(a.Spec.NodeSelector, b.Spec.NodeSelector) &&
-		apiequality.Semantic.DeepEqual(requiredAffinity(a), requiredAffinity(b)) &&
+		apiequality.Semantic.DeepEqual(a.Spec.Affinity, b.Spec.Affinity) &&
 		apiequality.Semantic.DeepEqual(a.Spec.Tolerations, b.Spec.Tolerations)
 }
 
-func requiredAffinity(p *corev1.Pod) *corev1.NodeSelector {
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	return nil
-}
-
-// exclusions count the nodes a shape may not run on, by the first filter
-// that rules each out.
-type exclusions struct {
-	notReady, unschedulable, taint, affinity int
-}
-
-func (e exclusions) String() string {
-	var parts []string
-	for _, x := range []struct {
-		n    int
-		what string
-	}{{e.notReady, "not ready"}, {e.unschedulable, "unschedulable"}, {e.taint, "an untolerated taint"}, {e.affinity, "node selector or affinity"}} {
-		if x.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (e exclusions) total() int { return e.notReady + e.unschedulable + e.taint + e.affinity }
-
-// eligible returns the nodes that pass the scheduler's filters other than
-// resources, for a shape: Ready, schedulable, NoSchedule and NoExecute
-// taints tolerated, and required node affinity and nodeSelector matched.
-func (s *Snapshot) eligible(sh *shape, why *exclusions) []int {
-	logger := klog.Background()
-	tolerations := sh.pods[0].Spec.Tolerations
-	out := make([]int, 0, len(s.Nodes))
-	for i := range s.Nodes {
-		n := s.Nodes[i].Node
-		switch {
-		case !n.Ready:
-			why.notReady++
-		case n.Object.Spec.Unschedulable || n.Object.DeletionTimestamp != nil:
-			why.unschedulable++
-		case untolerated(logger, n.Object.Spec.Taints, tolerations):
-			why.taint++
-		case !matches(sh.affinity, n.Object):
-			why.affinity++
-		default:
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-func untolerated(logger klog.Logger, taints []corev1.Taint, tolerations []corev1.Toleration) bool {
-	if len(taints) == 0 {
-		return false
-	}
-	_, found := corev1helpers.FindMatchingUntoleratedTaint(logger, taints, tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, true)
-	return found
-}
-
-func matches(a nodeaffinity.RequiredNodeAffinity, n *corev1.Node) bool {
-	ok, err := a.Match(n)
-	return err == nil && ok
-}
-
-// fitCount is how many pods of req fit on a node, and what limits them.
-func fitCount(req, allocatable, requested Resources, podsFree int64) (int64, corev1.ResourceName) {
-	room, limit := podsFree, corev1.ResourcePods
-	if room < 0 {
-		room = 0
-	}
-	consider := func(name corev1.ResourceName, want, alloc, used int64) {
-		if want <= 0 {
-			return
-		}
-		n := (alloc - used) / want
-		if alloc-used < 0 {
-			n = 0
-		}
-		if n < room {
-			room, limit = n, name
-		}
-	}
-	consider(corev1.ResourceCPU, req.MilliCPU, allocatable.MilliCPU, requested.MilliCPU)
-	consider(corev1.ResourceMemory, req.Memory, allocatable.Memory, requested.Memory)
-	consider(corev1.ResourceEphemeralStorage, req.EphemeralStorage, allocatable.EphemeralStorage, requested.EphemeralStorage)
-	for _, sc := range req.Scalar {
-		consider(sc.Name, sc.Value, allocatable.ScalarValue(sc.Name), requested.ScalarValue(sc.Name))
-	}
-	return room, limit
+// refuseAll records a refusal that holds on every node (PreFilter's).
+func (sh *shape) refuseAll(why string) {
+	sh.why[-1] = why
 }
 
 // fullness is how allocated a node would be with one more pod of req: the
 // mean of its cpu and memory fractions (the resources it has).
-func fullness(req, allocatable, requested Resources) float64 {
+func fullness(req Resources, ni *schedfw.NodeInfo) float64 {
 	var sum float64
 	var n int
-	if allocatable.MilliCPU > 0 {
-		sum += float64(requested.MilliCPU+req.MilliCPU) / float64(allocatable.MilliCPU)
+	if a := ni.Allocatable.MilliCPU; a > 0 {
+		sum += float64(ni.Requested.MilliCPU+req.MilliCPU) / float64(a)
 		n++
 	}
-	if allocatable.Memory > 0 {
-		sum += float64(requested.Memory+req.Memory) / float64(allocatable.Memory)
+	if a := ni.Allocatable.Memory; a > 0 {
+		sum += float64(ni.Requested.Memory+req.Memory) / float64(a)
 		n++
 	}
 	if n == 0 {
@@ -317,43 +449,50 @@ func fullness(req, allocatable, requested Resources) float64 {
 	return math.Min(sum/float64(n), 1)
 }
 
-// maxRooms is how many nodes a message lists by name of room.
-const maxRooms = 8
+// maxReasons is how many distinct refusals a message lists.
+const maxReasons = 4
 
-// shortMessage says why a shape's pods did not all fit, for example
-// "8 pods requesting cpu 10 each, 6 fit: the 4 eligible nodes have room for 2, 2, 2, 0 of them (short of cpu)".
-func shortMessage(want, placed int, req Resources, rooms []int64, limits map[corev1.ResourceName]int, why exclusions) string {
-	sort.Slice(rooms, func(i, j int) bool { return rooms[i] > rooms[j] })
+// shortMessage says why a shape's pods did not all fit, as the scheduler's
+// own Unschedulable message does, for example
+// "8 pods requesting cpu 10 each, 6 fit; 4 of 4 nodes refuse the rest: 3 Insufficient cpu (NodeResourcesFit), 1 node(s) had untolerated taint {a: b} (TaintToleration)".
+func (sh *shape) shortMessage(placed, nodes int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d pods requesting %s each, %d fit: ", want, req, placed)
-	if len(rooms) == 0 {
-		b.WriteString("no node is eligible")
+	if len(sh.pods) == 1 {
+		fmt.Fprintf(&b, "pod %s requesting %s does not fit", sh.pods[0].Name, sh.req)
 	} else {
-		shown := make([]string, 0, maxRooms)
-		for i, r := range rooms {
-			if i == maxRooms {
-				shown = append(shown, fmt.Sprintf("… (%d more nodes)", len(rooms)-maxRooms))
-				break
-			}
-			shown = append(shown, fmt.Sprint(r))
-		}
-		fmt.Fprintf(&b, "the %d eligible nodes have room for %s of them", len(rooms), strings.Join(shown, ", "))
-		if l := mostCommon(limits); l != "" {
-			fmt.Fprintf(&b, " (short of %s)", l)
-		}
+		fmt.Fprintf(&b, "%d pods requesting %s each, %d fit", len(sh.pods), sh.req, placed)
 	}
-	if why.total() > 0 {
-		fmt.Fprintf(&b, "; %d nodes excluded: %s", why.total(), why)
+	if all, ok := sh.why[-1]; ok {
+		fmt.Fprintf(&b, "; every node refuses the rest: %s", all)
+		return b.String()
+	}
+	counts := map[string]int{}
+	for _, why := range sh.why {
+		counts[why]++
+	}
+	reasons := make([]string, 0, len(counts))
+	for why := range counts {
+		reasons = append(reasons, why)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if counts[reasons[i]] != counts[reasons[j]] {
+			return counts[reasons[i]] > counts[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	if len(reasons) > maxReasons {
+		reasons = reasons[:maxReasons]
+	}
+	for i, why := range reasons {
+		reasons[i] = fmt.Sprintf("%d %s", counts[why], why)
+	}
+	switch {
+	case nodes == 0:
+		b.WriteString("; the cluster has no nodes")
+	case len(sh.why) == 0:
+		fmt.Fprintf(&b, "; no node is left for the rest (%d nodes)", nodes)
+	default:
+		fmt.Fprintf(&b, "; %d of %d nodes refuse the rest: %s", len(sh.why), nodes, strings.Join(reasons, ", "))
 	}
 	return b.String()
-}
-
-func mostCommon(m map[corev1.ResourceName]int) corev1.ResourceName {
-	var best corev1.ResourceName
-	for name, n := range m {
-		if n > m[best] || (n == m[best] && name < best) {
-			best = name
-		}
-	}
-	return best
 }

@@ -32,7 +32,7 @@ func TestPlace(t *testing.T) {
 			bound:       []*corev1.Pod{pod("x1", "10", onNode("a")), pod("x2", "10", onNode("b")), pod("x3", "10", onNode("c")), pod("x4", "30", onNode("d"))},
 			pods:        pods("p", 8, "10"),
 			wantPerNode: map[string]int{"a": 2, "b": 2, "c": 2},
-			wantShort:   []string{"8 pods requesting cpu 10 each, 6 fit", "room for 2, 2, 2, 0 of them", "short of cpu"},
+			wantShort:   []string{"8 pods requesting cpu 10 each, 6 fit", "4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit)"},
 		},
 		{
 			name:        "init container larger than the app containers counts",
@@ -59,14 +59,14 @@ func TestPlace(t *testing.T) {
 			nodes:       []*corev1.Node{node("a", "32", "4Gi")},
 			pods:        pods("p", 3, "1", withMemory("2Gi")),
 			wantPerNode: map[string]int{"a": 2},
-			wantShort:   []string{"short of memory"},
+			wantShort:   []string{"Insufficient memory (NodeResourcesFit)"},
 		},
 		{
 			name:        "extended resource the node lacks",
 			nodes:       []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi", withAllocatable(gpu, "2"))},
 			pods:        pods("p", 3, "1", withRequest(gpu, "1")),
 			wantPerNode: map[string]int{"b": 2},
-			wantShort:   []string{"short of example.com/gpu"},
+			wantShort:   []string{"Insufficient example.com/gpu (NodeResourcesFit)"},
 		},
 		{
 			name:        "pod count",
@@ -74,14 +74,14 @@ func TestPlace(t *testing.T) {
 			bound:       []*corev1.Pod{pod("x", "0", onNode("a"))},
 			pods:        pods("p", 3, "0"),
 			wantPerNode: map[string]int{"a": 2},
-			wantShort:   []string{"short of pods"},
+			wantShort:   []string{"Too many pods (NodeResourcesFit)"},
 		},
 		{
 			name:        "NoSchedule and NoExecute taints exclude, PreferNoSchedule does not",
 			nodes:       []*corev1.Node{node("a", "8", "8Gi", withTaint("t", corev1.TaintEffectNoSchedule)), node("b", "8", "8Gi", withTaint("t", corev1.TaintEffectNoExecute)), node("c", "1", "8Gi", withTaint("t", corev1.TaintEffectPreferNoSchedule))},
 			pods:        pods("p", 2, "1"),
 			wantPerNode: map[string]int{"c": 1},
-			wantShort:   []string{"2 nodes excluded: 2 an untolerated taint"},
+			wantShort:   []string{"2 node(s) had untolerated taint(s) (TaintToleration)"},
 		},
 		{
 			name:        "tolerated taint",
@@ -100,14 +100,14 @@ func TestPlace(t *testing.T) {
 			nodes:       []*corev1.Node{node("a", "8", "8Gi", withLabel("zone", "z1")), node("b", "8", "8Gi", withLabel("zone", "z2")), node("c", "8", "8Gi")},
 			pods:        pods("p", 3, "4", withAffinityIn("zone", "z2")),
 			wantPerNode: map[string]int{"b": 2},
-			wantShort:   []string{"2 nodes excluded: 2 node selector or affinity"},
+			wantShort:   []string{"2 node(s) didn't match Pod's node affinity/selector (NodeAffinity)"},
 		},
 		{
 			name:        "unschedulable and NotReady nodes are excluded",
 			nodes:       []*corev1.Node{node("a", "8", "8Gi", unschedulable), node("b", "8", "8Gi", notReady), node("c", "8", "8Gi")},
 			pods:        pods("p", 3, "4"),
 			wantPerNode: map[string]int{"c": 2},
-			wantShort:   []string{"1 not ready, 1 unschedulable"},
+			wantShort:   []string{"1 node(s) were unschedulable (NodeUnschedulable), 1 not ready"},
 		},
 		{
 			name:        "shapes: larger pods first, each on the fullest node it fits",
@@ -119,7 +119,7 @@ func TestPlace(t *testing.T) {
 			name:        "no node at all",
 			pods:        pods("p", 1, "1"),
 			wantPerNode: map[string]int{},
-			wantShort:   []string{"no node is eligible"},
+			wantShort:   []string{"the cluster has no nodes"},
 		},
 	}
 	for _, tc := range tests {

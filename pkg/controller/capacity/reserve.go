@@ -1,7 +1,12 @@
 package capacity
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
@@ -27,13 +32,13 @@ type Slot struct {
 func (t *Tracker) SetReservations(key string, slots []Slot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.holdSlots(t.reserved[key], -1)
+	t.holdSlots("reserved/"+key, t.reserved[key], -1)
 	delete(t.reserved, key)
 	if len(slots) > 0 {
-		t.holdSlots(t.assumedSlots[key], -1)
+		t.holdSlots("assumed/"+key, t.assumedSlots[key], -1)
 		delete(t.assumedSlots, key)
 		t.reserved[key] = t.internSlots(slots)
-		t.holdSlots(t.reserved[key], 1)
+		t.holdSlots("reserved/"+key, t.reserved[key], 1)
 	}
 }
 
@@ -45,18 +50,18 @@ func (t *Tracker) AssumeReservations(key string, slots []Slot) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.holdSlots(t.assumedSlots[key], -1)
+	t.holdSlots("assumed/"+key, t.assumedSlots[key], -1)
 	t.assumedSlots[key] = t.internSlots(slots)
-	t.holdSlots(t.assumedSlots[key], 1)
+	t.holdSlots("assumed/"+key, t.assumedSlots[key], 1)
 }
 
 // forgetSlots drops a group's assumed slots and, with recorded, its
 // recorded ones. The caller holds t.mu.
 func (t *Tracker) forgetSlots(key string, recorded bool) {
-	t.holdSlots(t.assumedSlots[key], -1)
+	t.holdSlots("assumed/"+key, t.assumedSlots[key], -1)
 	delete(t.assumedSlots, key)
 	if recorded {
-		t.holdSlots(t.reserved[key], -1)
+		t.holdSlots("reserved/"+key, t.reserved[key], -1)
 		delete(t.reserved, key)
 	}
 }
@@ -70,16 +75,30 @@ func (t *Tracker) internSlots(slots []Slot) []Slot {
 	return out
 }
 
-// holdSlots adds (sign 1) or takes back (sign -1) what slots hold.
-func (t *Tracker) holdSlots(slots []Slot, sign int) {
-	for _, s := range slots {
-		for range s.Count {
+// holdSlots adds (sign 1) or takes back (sign -1) what slots hold: one
+// stand-in pod per place, requesting the slot's requests, whose UID is
+// derived from id (which set of slots), the slot and the place.
+func (t *Tracker) holdSlots(id string, slots []Slot, sign int) {
+	for i, s := range slots {
+		for k := range s.Count {
+			p := slotPod(id, i, k, s)
 			if sign > 0 {
-				t.hold(s.Node, s.Requests)
+				t.hold(s.Node, newPodInfo(p))
 			} else {
-				t.release(s.Node, s.Requests)
+				t.release(s.Node, newPodInfo(p))
 			}
 		}
+	}
+}
+
+// slotPod is the stand-in of one reserved place.
+func slotPod(id string, slot int, place int64, s Slot) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "reserved", UID: types.UID(fmt.Sprintf("%s/%d/%d", id, slot, place))},
+		Spec: corev1.PodSpec{
+			NodeName:   s.Node,
+			Containers: []corev1.Container{{Name: "reserved", Resources: corev1.ResourceRequirements{Requests: s.Requests.List()}}},
+		},
 	}
 }
 
@@ -119,4 +138,19 @@ func (r Resources) Within(o Resources) bool {
 		}
 	}
 	return true
+}
+
+func untolerated(logger klog.Logger, taints []corev1.Taint, tolerations []corev1.Toleration) bool {
+	if len(taints) == 0 {
+		return false
+	}
+	_, found := corev1helpers.FindMatchingUntoleratedTaint(logger, taints, tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, true)
+	return found
+}
+
+func matches(a nodeaffinity.RequiredNodeAffinity, n *corev1.Node) bool {
+	ok, err := a.Match(n)
+	return err == nil && ok
 }

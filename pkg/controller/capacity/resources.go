@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -65,6 +66,24 @@ func PodRequests(p *corev1.Pod) Resources {
 	return ResourcesFromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{
 		UseStatusResources: p.Spec.NodeName != "",
 	}))
+}
+
+// List converts r back into a ResourceList.
+func (r Resources) List() corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if r.MilliCPU != 0 {
+		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI)
+	}
+	if r.Memory != 0 {
+		l[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory, resource.BinarySI)
+	}
+	if r.EphemeralStorage != 0 {
+		l[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(r.EphemeralStorage, resource.BinarySI)
+	}
+	for _, s := range r.Scalar {
+		l[s.Name] = *resource.NewQuantity(s.Value, resource.DecimalSI)
+	}
+	return l
 }
 
 // Add adds o to r.

@@ -6,14 +6,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // Tracker is the controller's running account of each node's allocatable
 // capacity and of what holds it. It is fed by informer events and never
 // scans all pods:
 //   - unmanaged pods (no group label) hold capacity on their node while they
-//     are bound and not terminal; they are kept as compact holdings, not as
-//     pod objects (see PodStore);
+//     are bound and not terminal; they are kept as trimmed pods (holderPod),
+//     not as the objects the API sends (see PodStore);
 //   - Muster's own pods hold capacity once bound, and before that while they
 //     are released and pinned to a node (a reservation), or gated with a
 //     placement recorded in their group's status or just decided (assumed);
@@ -21,6 +24,10 @@ import (
 //
 // Reservations are derived from the pods and the PodGroups themselves, so a
 // new leader rebuilds exactly the same account from a LIST.
+//
+// Each node's holdings are kept as kube-scheduler's own NodeInfo, which its
+// filters read. A NodeInfo that a Snapshot shares is copied before it is
+// changed, so a snapshot is taken in O(nodes) and never sees a later event.
 type Tracker struct {
 	fastRelease bool
 
@@ -28,7 +35,10 @@ type Tracker struct {
 	nodes map[string]*Node
 	// order is the node names, sorted, so that a snapshot needs no sort.
 	order []string
-	used  map[string]*usage
+	// infos are the NodeInfos by node name, also of nodes not yet known
+	// that pods are bound to; shared marks those a Snapshot may hold.
+	infos  map[string]*schedfw.NodeInfo
+	shared map[string]bool
 	// unmanaged holds one compact entry per bound pod without the group label.
 	unmanaged map[types.UID]holding
 	// managed holds Muster's pods, with the node each one holds, if any.
@@ -45,25 +55,23 @@ type Tracker struct {
 	assumedSlots map[string][]Slot
 }
 
-type usage struct {
-	requested Resources
-	pods      int64
-}
-
-// holding is what one pod holds: its requests, on one node.
+// holding is one pod that holds a node.
 type holding struct {
-	node     string
-	requests Resources
+	node string
+	info fwk.PodInfo
 }
 
 type managedPod struct {
-	group    string
-	requests Resources
-	active   bool
-	gated    bool
-	node     string // spec.nodeName
-	pinned   string // the node a released pod is pinned to
-	holds    string // the node this pod's requests count on, or ""
+	group  string
+	info   fwk.PodInfo
+	active bool
+	// replay says that the pod has volumes or devices that Reserve decides:
+	// until it is bound, each cycle reserves them again (Snapshot.replay).
+	replay bool
+	gated  bool
+	node   string // spec.nodeName
+	pinned string // the node a released pod is pinned to
+	holds  string // the node this pod's requests count on, or ""
 }
 
 // NewTracker returns an empty tracker. fastRelease makes pods with a
@@ -72,7 +80,8 @@ func NewTracker(fastRelease bool) *Tracker {
 	return &Tracker{
 		fastRelease:  fastRelease,
 		nodes:        map[string]*Node{},
-		used:         map[string]*usage{},
+		infos:        map[string]*schedfw.NodeInfo{},
+		shared:       map[string]bool{},
 		unmanaged:    map[types.UID]holding{},
 		managed:      map[types.UID]*managedPod{},
 		byGroup:      map[string]map[types.UID]struct{}{},
@@ -93,6 +102,7 @@ func (t *Tracker) SetNode(n *corev1.Node) {
 		t.order = slices.Insert(t.order, i, n.Name)
 	}
 	t.nodes[n.Name] = node
+	t.writable(n.Name).SetNode(node.Object)
 }
 
 // RemoveNode forgets a node. Pods still bound to it keep their holdings
@@ -122,17 +132,17 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 	var h holding
 	keep := t.holdsCapacity(p)
 	if keep {
-		h = holding{node: p.Spec.NodeName, requests: PodRequests(p)}
+		h = holding{node: p.Spec.NodeName, info: newPodInfo(holderPod(p))}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if old, ok := t.unmanaged[p.UID]; ok {
-		t.release(old.node, old.requests)
+		t.release(old.node, old.info)
 		delete(t.unmanaged, p.UID)
 	}
 	if keep {
 		h.node = t.intern(h.node)
-		t.hold(h.node, h.requests)
+		t.hold(h.node, h.info)
 		t.unmanaged[p.UID] = h
 	}
 }
@@ -142,7 +152,7 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if old, ok := t.unmanaged[uid]; ok {
-		t.release(old.node, old.requests)
+		t.release(old.node, old.info)
 		delete(t.unmanaged, uid)
 	}
 }
@@ -153,17 +163,17 @@ func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 	fresh := make(map[types.UID]holding, len(pods))
 	for _, p := range pods {
 		if t.holdsCapacity(p) {
-			fresh[p.UID] = holding{node: p.Spec.NodeName, requests: PodRequests(p)}
+			fresh[p.UID] = holding{node: p.Spec.NodeName, info: newPodInfo(holderPod(p))}
 		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, old := range t.unmanaged {
-		t.release(old.node, old.requests)
+		t.release(old.node, old.info)
 	}
 	for uid, h := range fresh {
 		h.node = t.intern(h.node)
-		t.hold(h.node, h.requests)
+		t.hold(h.node, h.info)
 		fresh[uid] = h
 	}
 	t.unmanaged = fresh
@@ -179,20 +189,22 @@ func (t *Tracker) UnmanagedPods() int {
 // SetManagedPod records one of Muster's pods, of group key. A pod whose
 // group label changed is moved.
 func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
+	pp := PlacementPod(p)
 	mp := &managedPod{
-		group:    key,
-		requests: PodRequests(p),
-		active:   !isTerminal(p) && !(t.fastRelease && p.DeletionTimestamp != nil),
-		gated:    gated,
-		node:     p.Spec.NodeName,
-		pinned:   PinnedNode(p),
+		group:  key,
+		info:   newPodInfo(pp),
+		replay: len(pp.Spec.ResourceClaims) > 0 || len(pp.Spec.Volumes) > 0,
+		active: !isTerminal(p) && !(t.fastRelease && p.DeletionTimestamp != nil),
+		gated:  gated,
+		node:   p.Spec.NodeName,
+		pinned: PinnedNode(p),
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if old, ok := t.managed[p.UID]; ok {
 		// An update: the holding moves with the new state below.
 		if old.holds != "" {
-			t.release(old.holds, old.requests)
+			t.release(old.holds, old.info)
 		}
 		if old.group != key {
 			t.leaveGroup(old.group, p.UID)
@@ -221,7 +233,7 @@ func (t *Tracker) dropManaged(uid types.UID) {
 		return
 	}
 	if old.holds != "" {
-		t.release(old.holds, old.requests)
+		t.release(old.holds, old.info)
 	}
 	delete(t.managed, uid)
 	t.leaveGroup(old.group, uid)
@@ -263,11 +275,11 @@ func (t *Tracker) rehold(uid types.UID, mp *managedPod) {
 		return
 	}
 	if mp.holds != "" {
-		t.release(mp.holds, mp.requests)
+		t.release(mp.holds, mp.info)
 	}
 	if want != "" {
 		want = t.intern(want)
-		t.hold(want, mp.requests)
+		t.hold(want, mp.info)
 	}
 	mp.holds = want
 }
@@ -343,26 +355,39 @@ func (t *Tracker) reholdGroup(key string) {
 	}
 }
 
-func (t *Tracker) hold(node string, r Resources) {
-	u := t.used[node]
-	if u == nil {
-		u = &usage{}
-		t.used[node] = u
-	}
-	u.requested.Add(r)
-	u.pods++
+func (t *Tracker) hold(node string, info fwk.PodInfo) {
+	t.writable(node).AddPodInfo(info)
 }
 
-func (t *Tracker) release(node string, r Resources) {
-	u := t.used[node]
-	if u == nil {
-		return
+func (t *Tracker) release(node string, info fwk.PodInfo) {
+	ni := t.writable(node)
+	if err := ni.RemovePod(klog.Background(), info.GetPod()); err != nil {
+		klog.Background().Error(err, "Capacity tracker released a pod it did not hold", "node", node, "pod", klog.KObj(info.GetPod()))
 	}
-	u.requested.Sub(r)
-	u.pods--
-	if u.pods <= 0 {
-		delete(t.used, node)
+}
+
+// writable returns a node's NodeInfo for the tracker to change: a copy of
+// the one a Snapshot may hold.
+func (t *Tracker) writable(node string) *schedfw.NodeInfo {
+	ni := t.infos[node]
+	switch {
+	case ni == nil:
+		ni = schedfw.NewNodeInfo()
+		t.infos[node] = ni
+	case t.shared[node]:
+		ni = ni.SnapshotConcrete()
+		t.infos[node] = ni
+		delete(t.shared, node)
 	}
+	return ni
+}
+
+// newPodInfo is the scheduler's view of a pod, computed once per change of
+// the pod. An affinity term the scheduler cannot parse leaves the term out,
+// as the scheduler's own cache does.
+func newPodInfo(p *corev1.Pod) fwk.PodInfo {
+	pi, _ := schedfw.NewPodInfo(p)
+	return pi
 }
 
 // intern returns the tracker's own copy of a node name when it knows the
@@ -374,19 +399,27 @@ func (t *Tracker) intern(node string) string {
 	return node
 }
 
-// Snapshot copies the tracker's view for one admission cycle: every node,
-// sorted by name, with what is requested on it.
-func (t *Tracker) Snapshot() *Snapshot {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	s := &Snapshot{Nodes: make([]NodeState, len(t.order))}
+// Snapshot copies the tracker's view for one admission cycle on filters:
+// every node, sorted by name, with the pods that hold it.
+func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := &Snapshot{
+		filters: filters,
+		Nodes:   make([]*Node, len(t.order)),
+		infos:   make([]*schedfw.NodeInfo, len(t.order)),
+		index:   make(map[string]int, len(t.order)),
+	}
 	for i, name := range t.order {
-		ns := NodeState{Node: t.nodes[name]}
-		if u := t.used[name]; u != nil {
-			ns.Requested = u.requested.Clone()
-			ns.Pods = u.pods
+		s.Nodes[i] = t.nodes[name]
+		s.infos[i] = t.infos[name]
+		s.index[name] = i
+		t.shared[name] = true
+	}
+	for _, mp := range t.managed {
+		if mp.replay && mp.holds != "" && mp.node == "" {
+			s.unbound = append(s.unbound, holder{pod: mp.info.GetPod(), node: mp.holds})
 		}
-		s.Nodes[i] = ns
 	}
 	return s
 }

@@ -11,9 +11,10 @@ import (
 // requestedCPU returns the millicores each node holds in a snapshot.
 func requestedCPU(t *Tracker) map[string]int64 {
 	out := map[string]int64{}
-	for _, n := range t.Snapshot().Nodes {
-		if n.Requested.MilliCPU != 0 {
-			out[n.Name()] = n.Requested.MilliCPU
+	s := t.Snapshot(defaultFilters())
+	for i, n := range s.Nodes {
+		if cpu := s.infos[i].Requested.MilliCPU; cpu != 0 {
+			out[n.Name()] = cpu
 		}
 	}
 	return out

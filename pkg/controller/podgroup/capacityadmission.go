@@ -8,10 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -27,8 +29,11 @@ import (
 type capacityAdmission struct {
 	// tracker holds what every node has and what holds it: Muster's pods,
 	// the pods it does not manage (podStore), placements and reservations.
-	tracker  *capacity.Tracker
-	queue    *admissionQueue
+	tracker *capacity.Tracker
+	queue   *admissionQueue
+	// filters are kube-scheduler's own filters, which place gangs on the
+	// tracker's snapshots; set before the first cycle.
+	filters  *capacity.Filters
 	podStore *capacity.PodStore
 
 	kube               kubernetes.Interface
@@ -83,8 +88,37 @@ func (a *capacityAdmission) start(ctx context.Context, wg *sync.WaitGroup, synce
 			return
 		case <-synced:
 		}
+		if a.filters = a.startFilters(ctx); a.filters == nil {
+			return
+		}
 		a.runAdmission(ctx)
 	})
+}
+
+// startFilters builds and starts the scheduler's filters, retrying until
+// they are up or ctx ends (nil then): with no filters, nothing is placed.
+func (a *capacityAdmission) startFilters(ctx context.Context) *capacity.Filters {
+	logger := klog.FromContext(ctx)
+	var filters *capacity.Filters
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		dra, err := capacity.DRAServed(a.kube)
+		if err == nil {
+			filters, err = capacity.NewFilters(ctx, a.kube, dra)
+		}
+		if err == nil {
+			err = filters.Start(ctx)
+		}
+		if err != nil {
+			logger.Error(err, "Starting the scheduler's filters for placement; retrying")
+			return false, nil
+		}
+		logger.Info("Placement runs the scheduler's filters", "dynamicResources", dra)
+		return true, nil
+	})
+	if err != nil {
+		return nil
+	}
+	return filters
 }
 
 // admitGang admits a complete gang once a cycle has placed it (placeGang).

@@ -179,7 +179,7 @@ func (a *capacityAdmission) admitCycle() {
 		return
 	}
 	start := a.clock.Now()
-	verdicts := capacity.Admit(a.tracker.Snapshot(), cands, a.strategy)
+	verdicts := capacity.Admit(a.tracker.Snapshot(a.filters), cands, a.strategy)
 	for _, v := range verdicts {
 		if v.Admit {
 			a.tracker.Assume(v.Key, assignedNodes(v))

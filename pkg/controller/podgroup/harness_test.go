@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
 	musterfake "github.com/muster-dev/muster/pkg/generated/clientset/versioned/fake"
 	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
 )
@@ -112,6 +114,7 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 	ctrl.clock = h.clock
 	if a, ok := ctrl.admitter.(*capacityAdmission); ok {
 		a.clock = h.clock
+		a.filters = testFilters(t)
 	}
 	t.Cleanup(ctrl.queue.ShutDown)
 	h.c = ctrl
@@ -468,4 +471,28 @@ func (h *harness) snapshot() []runtime.Object {
 		out = append(out, gl.(*v1alpha1.PodGroupList).Items[i].DeepCopy())
 	}
 	return out
+}
+
+var (
+	filtersOnce sync.Once
+	filters     *capacity.Filters
+	filtersErr  error
+)
+
+// testFilters are the scheduler's filters on a cluster with no storage or
+// DRA objects, built once for the package's tests on a clientset of their
+// own, so that their informers' calls are not counted as the controller's.
+func testFilters(t *testing.T) *capacity.Filters {
+	t.Helper()
+	filtersOnce.Do(func() {
+		ctx := context.Background()
+		filters, filtersErr = capacity.NewFilters(ctx, kubefake.NewClientset(), true)
+		if filtersErr == nil {
+			filtersErr = filters.Start(ctx)
+		}
+	})
+	if filtersErr != nil {
+		t.Fatalf("starting the scheduler's filters: %v", filtersErr)
+	}
+	return filters
 }

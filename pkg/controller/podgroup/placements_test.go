@@ -69,7 +69,7 @@ func TestCapacityAdmission(t *testing.T) {
 			objs: append(objects(newGroup(3), pods("p", 3, requests("6"))...),
 				newPod("x", inGroup("other"), running, onNode("n3"), requests("4"))),
 			want: want{admitted: metav1.ConditionFalse, reason: scheduling.ReasonInsufficientCapacity,
-				msg: "3 pods requesting cpu 6 each, 2 fit: the 3 eligible nodes have room for 1, 1, 0 of them (short of cpu)"},
+				msg: "3 pods requesting cpu 6 each, 2 fit; 3 of 3 nodes refuse the rest: 3 Insufficient cpu (NodeResourcesFit)"},
 		},
 		{
 			name:  "a gang larger than the idle cluster says it can never fit",
@@ -320,7 +320,7 @@ func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 	if _, ok := h.admission().queue.decision(testKey); !ok {
 		t.Fatal("the cycle did not admit the gang")
 	}
-	if free := h.admission().tracker.Snapshot().Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
+	if free := h.admission().tracker.Snapshot(h.admission().filters).Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
 		t.Fatal("the decision reserved nothing")
 	}
 	pg := h.group()
@@ -334,7 +334,7 @@ func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 	if _, ok := h.admission().queue.decision(testKey); ok {
 		t.Error("the decision outlived its group")
 	}
-	if free := h.admission().tracker.Snapshot().Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
+	if free := h.admission().tracker.Snapshot(h.admission().filters).Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
 		t.Errorf("after the group was deleted %d of 2 pods of 4 cpu fit on the 8-cpu node, want 2", len(free.Assignments))
 	}
 }

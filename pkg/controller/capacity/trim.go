@@ -1,0 +1,115 @@
+package capacity
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PlacementPod returns a new pod with only what kube-scheduler's filters
+// read of a pod to be placed:
+//   - identity and every label (pod affinity and topology spread match
+//     labels);
+//   - node name, scheduler name, node selector, affinity, tolerations,
+//     topology spread constraints: node and pod selection;
+//   - containers' and init containers' resources, restart policy and host
+//     ports, overhead and pod-level resources: NodeResourcesFit and
+//     NodePorts;
+//   - volumes that name storage (not configMaps, secrets, emptyDirs and
+//     the like): the volume filters;
+//   - resource claims and their statuses: DynamicResources;
+//   - phase and the resized resources in the statuses.
+func PlacementPod(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              p.Name,
+			Namespace:         p.Namespace,
+			UID:               p.UID,
+			Labels:            p.Labels,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                  p.Spec.NodeName,
+			SchedulerName:             p.Spec.SchedulerName,
+			NodeSelector:              p.Spec.NodeSelector,
+			Affinity:                  p.Spec.Affinity,
+			Tolerations:               p.Spec.Tolerations,
+			TopologySpreadConstraints: p.Spec.TopologySpreadConstraints,
+			Containers:                TrimContainers(p.Spec.Containers),
+			InitContainers:            TrimContainers(p.Spec.InitContainers),
+			Overhead:                  p.Spec.Overhead,
+			Resources:                 p.Spec.Resources,
+			Volumes:                   StorageVolumes(p.Spec.Volumes),
+			ResourceClaims:            p.Spec.ResourceClaims,
+		},
+		Status: corev1.PodStatus{
+			Phase:                 p.Status.Phase,
+			Resources:             p.Status.Resources,
+			AllocatedResources:    p.Status.AllocatedResources,
+			ContainerStatuses:     TrimContainerStatuses(p.Status.ContainerStatuses),
+			InitContainerStatuses: TrimContainerStatuses(p.Status.InitContainerStatuses),
+			ResourceClaimStatuses: p.Status.ResourceClaimStatuses,
+		},
+	}
+}
+
+// holderPod is the smaller copy of a pod that is not Muster's, which
+// placement sees only as holding its node: of its affinity only the pod
+// (anti-)affinity is kept, which constrains the pods placed beside it; its
+// own node selection, tolerations and claims are already decided.
+func holderPod(p *corev1.Pod) *corev1.Pod {
+	out := PlacementPod(p)
+	out.Spec.NodeSelector, out.Spec.Tolerations, out.Spec.TopologySpreadConstraints = nil, nil, nil
+	out.Spec.SchedulerName, out.Spec.ResourceClaims, out.Status.ResourceClaimStatuses = "", nil, nil
+	out.Spec.Affinity = nil
+	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		out.Spec.Affinity = &corev1.Affinity{PodAffinity: a.PodAffinity, PodAntiAffinity: a.PodAntiAffinity}
+	}
+	return out
+}
+
+// TrimContainers keeps what a container's requests and host ports are
+// computed from.
+func TrimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		for _, port := range c.Ports {
+			if port.HostPort != 0 {
+				out[i].Ports = append(out[i].Ports, corev1.ContainerPort{HostPort: port.HostPort, HostIP: port.HostIP, Protocol: port.Protocol, ContainerPort: port.ContainerPort})
+			}
+		}
+	}
+	return out
+}
+
+// TrimContainerStatuses keeps what a resized container's requests are
+// computed from.
+func TrimContainerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.ContainerStatus{Name: c.Name, Resources: c.Resources, AllocatedResources: c.AllocatedResources}
+	}
+	return out
+}
+
+// StorageVolumes keeps the volumes that the volume filters read: those
+// that name storage. ConfigMaps, secrets, emptyDirs, downward API,
+// projected, host path and image volumes constrain no placement.
+func StorageVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		src := v.VolumeSource
+		if src.ConfigMap != nil || src.Secret != nil || src.EmptyDir != nil || src.DownwardAPI != nil ||
+			src.Projected != nil || src.HostPath != nil || src.Image != nil {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
