@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 // musterPrefix is the prefix of every label and annotation Muster reads.
@@ -23,20 +24,23 @@ const musterPrefix = scheduling.GroupName + "/"
 //   - identity (name, namespace, UID, resourceVersion, creation and
 //     deletion times): the index, events, and the UID and resourceVersion
 //     tests of every patch;
-//   - labels and annotations under scheduling.muster.dev/: the group and
-//     role labels, and the min-count, roles and roles-template annotations;
+//   - annotations under scheduling.muster.dev/: the min-count, roles and
+//     roles-template annotations;
 //   - finalizers and schedulingGates, whole: the patches address them by
 //     position;
 //   - the controller reference, only if it names a batch/v1 Job or an
 //     apps/v1 StatefulSet (owners.go): step 12 waits while a pod's Job
 //     runs, step 6 warns of an OrderedReady StatefulSet;
-//   - nodeName, nodeSelector, affinity (whole, since the pin patch may
-//     replace it), tolerations, containers' and init containers' names,
-//     resources and restart policy, overhead and pod-level resources:
-//     placement, through component-helpers' PodRequests and node affinity;
-//   - phase, conditions, and the resources and allocated resources in the
-//     pod's and its containers' statuses: readiness, the scheduler's
-//     Unschedulable, and the requests of a pod resized in place.
+//   - every label, nodeName, schedulerName, nodeSelector, affinity (whole,
+//     since the pin patch may replace it), tolerations, topology spread
+//     constraints, containers' and init containers' names, resources,
+//     restart policy and host ports, overhead, pod-level resources, the
+//     volumes that name storage and the resource claims: placement, which
+//     runs kube-scheduler's filters on them (capacity.PlacementPod);
+//   - phase, conditions, resource claim statuses, and the resources and
+//     allocated resources in the pod's and its containers' statuses:
+//     readiness, the scheduler's Unschedulable, the claims made from
+//     templates, and the requests of a pod resized in place.
 //
 // It is idempotent, and a tombstone never reaches it (client-go transforms
 // only objects, not DeletedFinalStateUnknown).
@@ -55,29 +59,34 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			CreationTimestamp:          p.CreationTimestamp,
 			DeletionTimestamp:          p.DeletionTimestamp,
 			DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
-			Labels:                     musterKeys(p.Labels),
+			Labels:                     p.Labels,
 			Annotations:                musterKeys(p.Annotations),
 			Finalizers:                 p.Finalizers,
 			OwnerReferences:            keptOwners(p),
 		},
 		Spec: corev1.PodSpec{
-			NodeName:        p.Spec.NodeName,
-			SchedulingGates: p.Spec.SchedulingGates,
-			NodeSelector:    p.Spec.NodeSelector,
-			Affinity:        p.Spec.Affinity,
-			Tolerations:     p.Spec.Tolerations,
-			Containers:      trimContainers(p.Spec.Containers),
-			InitContainers:  trimContainers(p.Spec.InitContainers),
-			Overhead:        p.Spec.Overhead,
-			Resources:       p.Spec.Resources,
+			NodeName:                  p.Spec.NodeName,
+			SchedulerName:             p.Spec.SchedulerName,
+			SchedulingGates:           p.Spec.SchedulingGates,
+			NodeSelector:              p.Spec.NodeSelector,
+			Affinity:                  p.Spec.Affinity,
+			Tolerations:               p.Spec.Tolerations,
+			TopologySpreadConstraints: p.Spec.TopologySpreadConstraints,
+			Containers:                capacity.TrimContainers(p.Spec.Containers),
+			InitContainers:            capacity.TrimContainers(p.Spec.InitContainers),
+			Overhead:                  p.Spec.Overhead,
+			Resources:                 p.Spec.Resources,
+			Volumes:                   capacity.StorageVolumes(p.Spec.Volumes),
+			ResourceClaims:            p.Spec.ResourceClaims,
 		},
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,
 			Conditions:            p.Status.Conditions,
 			Resources:             p.Status.Resources,
 			AllocatedResources:    p.Status.AllocatedResources,
-			ContainerStatuses:     trimContainerStatuses(p.Status.ContainerStatuses),
-			InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
+			ContainerStatuses:     capacity.TrimContainerStatuses(p.Status.ContainerStatuses),
+			InitContainerStatuses: capacity.TrimContainerStatuses(p.Status.InitContainerStatuses),
+			ResourceClaimStatuses: p.Status.ResourceClaimStatuses,
 		},
 	}, nil
 }
@@ -93,31 +102,6 @@ func musterKeys(m map[string]string) map[string]string {
 			}
 			out[k] = v
 		}
-	}
-	return out
-}
-
-// trimContainers keeps what a container's requests are computed from.
-func trimContainers(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
-	}
-	return out
-}
-
-// trimContainerStatuses keeps what a resized container's requests are
-// computed from.
-func trimContainerStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.ContainerStatus{Name: c.Name, Resources: c.Resources, AllocatedResources: c.AllocatedResources}
 	}
 	return out
 }

@@ -61,6 +61,14 @@ func bigPod() *corev1.Pod {
 			for i := range 10 {
 				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: fmt.Sprintf("vol-%d", i), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			}
+			p.Spec.SchedulerName = corev1.DefaultSchedulerName
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule}}
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+			template := "gpu"
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
+			claim := "exec-1-gpu-x7"
+			p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &claim}}
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{
 				Name: "c", Image: "spark:3.5", ImageID: strings.Repeat("sha256:", 10), ContainerID: "containerd://abc",
@@ -96,15 +104,17 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 			return []any{p.CreationTimestamp, p.DeletionTimestamp, p.DeletionGracePeriodSeconds, p.Generation}
 		}},
 		{"finalizers", func(p *corev1.Pod) any { return p.Finalizers }},
-		{"group, role and managed labels", func(p *corev1.Pod) any {
-			return []string{p.Labels[scheduling.PodGroupLabel], p.Labels[scheduling.RoleLabel], p.Labels[scheduling.ManagedLabel]}
-		}},
+		{"every label: placement's pod affinity and topology spread match them", func(p *corev1.Pod) any { return p.Labels }},
 		{"Muster's annotations", func(p *corev1.Pod) any {
 			return []string{p.Annotations[scheduling.MinCountAnnotation], p.Annotations[scheduling.RolesAnnotation]}
 		}},
 		{"schedulingGates", func(p *corev1.Pod) any { return p.Spec.SchedulingGates }},
 		{"nodeName", func(p *corev1.Pod) any { return p.Spec.NodeName }},
 		{"node selection", func(p *corev1.Pod) any { return []any{p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations} }},
+		{"what the scheduler's other filters read: scheduler name, spread, host ports, storage volumes, claims", func(p *corev1.Pod) any {
+			return []any{p.Spec.SchedulerName, p.Spec.TopologySpreadConstraints, p.Spec.Containers[0].Ports,
+				p.Spec.Volumes[len(p.Spec.Volumes)-1:], p.Spec.ResourceClaims, p.Status.ResourceClaimStatuses}
+		}},
 		{"phase and conditions", func(p *corev1.Pod) any { return []any{p.Status.Phase, p.Status.Conditions} }},
 		{"effective requests", func(p *corev1.Pod) any { return capacity.PodRequests(p) }},
 		{"required node affinity", func(p *corev1.Pod) any {
@@ -131,7 +141,6 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 	}{
 		{"managedFields", func(p *corev1.Pod) bool { return p.ManagedFields == nil }},
 		{"ownerReferences", func(p *corev1.Pod) bool { return p.OwnerReferences == nil }},
-		{"other labels", func(p *corev1.Pod) bool { _, ok := p.Labels["spark-app-selector"]; return !ok }},
 		{"other annotations", func(p *corev1.Pod) bool { return len(p.Annotations) == 2 }},
 		{"env and command", func(p *corev1.Pod) bool {
 			return p.Spec.Containers[0].Env == nil && p.Spec.Containers[0].Command == nil
@@ -139,7 +148,7 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 		{"images", func(p *corev1.Pod) bool {
 			return p.Spec.Containers[0].Image == "" && p.Spec.InitContainers[0].Image == ""
 		}},
-		{"volumes", func(p *corev1.Pod) bool { return p.Spec.Volumes == nil }},
+		{"volumes that name no storage", func(p *corev1.Pod) bool { return len(p.Spec.Volumes) == 1 && p.Spec.Volumes[0].Name == "data" }},
 		{"container states", func(p *corev1.Pod) bool {
 			s := p.Status.ContainerStatuses[0]
 			return s.State.Running == nil && s.Image == "" && s.ContainerID == ""
