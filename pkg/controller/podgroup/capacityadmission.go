@@ -130,6 +130,8 @@ func (a *capacityAdmission) admitGang(key string, pg *v1alpha1.PodGroup, v *podV
 	if later > 0 {
 		msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", v.active, later)
 	}
+	_, free, why := a.splitUnmodelled(activeGated(v))
+	msg += unpinnedNote(free, why)
 	return true, scheduling.ReasonGangFits, msg
 }
 
@@ -154,10 +156,13 @@ func (a *capacityAdmission) drop(key string) {
 
 func (a *capacityAdmission) recorded(key string) { a.queue.recorded(key) }
 
-// releaseTo releases only a placed pod, pinned to its node.
+// releaseTo releases a placed pod, pinned to its node, and a pod that
+// placement cannot check, unpinned (unmodelled.go).
 func (a *capacityAdmission) releaseTo(placed map[types.UID]string, p *corev1.Pod) (string, bool) {
-	node := placed[p.UID]
-	return node, node != ""
+	if node := placed[p.UID]; node != "" {
+		return node, true
+	}
+	return "", a.unmodelled(p) != ""
 }
 
 // unreservedLater is none: every missing pod of a createdLater role has a

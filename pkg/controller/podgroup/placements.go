@@ -24,8 +24,11 @@ import (
 func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (capacity.Verdict, bool) {
 	// The missing pods of createdLater roles are placed as stand-ins, in
 	// the same all-or-nothing placement, and reserved (reservations.go).
-	toPlace := append(unplacedPods(pg, v), standIns(pg, laterMissing(pg, v))...)
-	released := v.active - int32(len(activeGated(v)))
+	toPlace, free, _ := a.splitUnmodelled(unplacedPods(pg, v))
+	toPlace = append(toPlace, standIns(pg, laterMissing(pg, v))...)
+	// Pods that placement cannot check are released unpinned with the gang
+	// (unmodelled.go); they count as present, like released ones.
+	released := v.active - int32(len(activeGated(v))) + int32(free)
 	if d, ok := a.queue.decision(key); ok {
 		valid := validAssignments(d, toPlace)
 		if len(valid) > 0 && int32(len(valid))+released >= need {
@@ -57,7 +60,7 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 // joined it (replacements, pods beyond minCount) are placed one by one as
 // capacity allows, and recorded in status before they are released.
 func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView) {
-	toPlace := unplacedPods(pg, v)
+	toPlace, _, _ := a.splitUnmodelled(unplacedPods(pg, v))
 	if d, ok := a.queue.decision(key); ok {
 		if valid := validAssignments(d, toPlace); len(valid) > 0 {
 			addPlacements(pg, valid)

@@ -89,6 +89,20 @@ func TestCapacityAdmission(t *testing.T) {
 			objs:  objects(newGroup(2), pods("p", 3, requests("4"))...),
 			want:  want{admitted: metav1.ConditionTrue, reason: scheduling.ReasonGangFits, released: []string{"p-0", "p-1"}, placements: 2},
 		},
+		{
+			name:  "pods for another scheduler are never pinned: they are released unpinned with the gang, and the group says why",
+			nodes: []*corev1.Node{newNode("n1", "8")},
+			objs: objects(newGroup(3), append(pods("p", 2, requests("2")),
+				newPod("q", inGroup(testGroup), requests("2"), func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }))...),
+			want: want{admitted: metav1.ConditionTrue, reason: scheduling.ReasonGangFits, released: []string{"p-0", "p-1", "q"}, placements: 2,
+				msg: "1 pods are released unpinned, since placement cannot check where they may run (schedulerName volcano is not kube-scheduler's default profile)"},
+		},
+		{
+			name:  "a gang whose every pod is for another scheduler is admitted once complete, and none is pinned",
+			nodes: []*corev1.Node{newNode("n1", "1")},
+			objs:  objects(newGroup(2), pods("p", 2, requests("4"), func(p *corev1.Pod) { p.Spec.SchedulerName = "kai" })...),
+			want:  want{admitted: metav1.ConditionTrue, reason: scheduling.ReasonGangFits, released: []string{"p-0", "p-1"}, msg: "2 pods are released unpinned"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +129,7 @@ func TestCapacityAdmission(t *testing.T) {
 				if scheduling.HasGate(p) {
 					t.Errorf("pod %s still gated", name)
 				}
-				if got := scheduling.PinnedNode(p); got == "" || got != nodes[name] {
+				if got := scheduling.PinnedNode(p); (got == "" && nodes[name] != "") || got != nodes[name] {
 					t.Errorf("pod %s pinned to %q, want the recorded %q", name, got, nodes[name])
 				}
 			}
