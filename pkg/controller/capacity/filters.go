@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	resourceinformers "k8s.io/client-go/informers/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
@@ -110,6 +112,22 @@ func NewFilters(ctx context.Context, kube kubernetes.Interface, dra bool) (*Filt
 		return emptyInformer(&corev1.Node{}, &corev1.NodeList{})
 	})
 
+	// The volume binder's and DRA's assume caches are fed by handlers on
+	// these informers; Start waits for those handlers too, or the first
+	// cycle could miss a volume or a claim that was listed.
+	handlers := &handlerSync{}
+	factory.InformerFor(&corev1.PersistentVolume{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return handlers.wrap(coreinformers.NewPersistentVolumeInformer(c, resync, cache.Indexers{}))
+	})
+	factory.InformerFor(&corev1.PersistentVolumeClaim{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return handlers.wrap(coreinformers.NewPersistentVolumeClaimInformer(c, metav1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
+	})
+	if dra {
+		factory.InformerFor(&resourcev1.ResourceClaim{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return handlers.wrap(resourceinformers.NewResourceClaimInformer(c, metav1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
+		})
+	}
+
 	profile, err := filterProfile(dra)
 	if err != nil {
 		return nil, err
@@ -140,7 +158,7 @@ func NewFilters(ctx context.Context, kube kubernetes.Interface, dra bool) (*Filt
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduler's filters: %w", err)
 	}
-	return &Filters{fw: fw, lister: lister, DRA: dra, factory: factory, synced: synced}, nil
+	return &Filters{fw: fw, lister: lister, DRA: dra, factory: factory, synced: append(synced, handlers.hasSynced)}, nil
 }
 
 // filterProfile is the default profile with only filterPlugins enabled. Its
@@ -187,7 +205,7 @@ func (f *Filters) Start(ctx context.Context) error {
 		}
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), f.synced...) {
-		return fmt.Errorf("placement's ResourceClaim cache did not sync")
+		return fmt.Errorf("placement's volume and claim caches did not sync")
 	}
 	return nil
 }
@@ -213,6 +231,43 @@ func DRAServed(kube kubernetes.Interface) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// handlerSync records the handlers added to the informers it wraps, so
+// that Start can wait until each has seen the first list.
+type handlerSync struct {
+	mu   sync.Mutex
+	regs []cache.ResourceEventHandlerRegistration
+}
+
+func (h *handlerSync) wrap(i cache.SharedIndexInformer) cache.SharedIndexInformer {
+	return &recordingInformer{SharedIndexInformer: i, sync: h}
+}
+
+func (h *handlerSync) hasSynced() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.regs {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+type recordingInformer struct {
+	cache.SharedIndexInformer
+	sync *handlerSync
+}
+
+func (r *recordingInformer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	reg, err := r.SharedIndexInformer.AddEventHandler(handler)
+	if err == nil {
+		r.sync.mu.Lock()
+		r.sync.regs = append(r.sync.regs, reg)
+		r.sync.mu.Unlock()
+	}
+	return reg, err
 }
 
 // emptyInformer is an informer of a type that placement never reads: it
