@@ -74,6 +74,10 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 		}
 		return a.Key < b.Key
 	})
+	if s.filters != nil {
+		s.filters.mu.Lock()
+		defer s.filters.mu.Unlock()
+	}
 	defer s.Close()
 	var (
 		verdicts []Verdict

@@ -80,6 +80,9 @@ var filterPlugins = []string{
 // One admission cycle uses the filters at a time (the controller's capacity
 // queue is one goroutine); a Snapshot is bound to them by Use.
 type Filters struct {
+	// mu serializes the users of the framework's one lister: an admission
+	// cycle (Admit) and Explain.
+	mu     sync.Mutex
 	fw     schedfw.Framework
 	lister *sharedLister
 	// DRA says whether DynamicResources runs: the cluster serves

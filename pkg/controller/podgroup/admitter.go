@@ -50,6 +50,10 @@ type admitter interface {
 	// given the group's placements: ok is false while the pod waits for a
 	// place, and node is where the releasing patch pins it, "" for nowhere.
 	releaseTo(placed map[types.UID]string, p *corev1.Pod) (node string, ok bool)
+	// explainStalled says which of the scheduler's filters refuses a
+	// released pod on the node it is pinned to, or "" if none does or the
+	// mode cannot tell (checkStalled).
+	explainStalled(p *corev1.Pod, node string) string
 	// unreservedLater is how many missing pods of createdLater roles a
 	// release counts as present although nothing is reserved for them
 	// (holdShort).

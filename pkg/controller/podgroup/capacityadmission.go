@@ -165,6 +165,14 @@ func (a *capacityAdmission) releaseTo(placed map[types.UID]string, p *corev1.Pod
 	return "", a.unmodelled(p) != ""
 }
 
+// explainStalled runs the scheduler's filters for the pod on its node.
+func (a *capacityAdmission) explainStalled(p *corev1.Pod, node string) string {
+	if a.filters == nil {
+		return ""
+	}
+	return a.tracker.Explain(a.filters, p, node)
+}
+
 // unreservedLater is none: every missing pod of a createdLater role has a
 // reserved place, which holdShort counts as such.
 func (a *capacityAdmission) unreservedLater(*v1alpha1.PodGroup, *podView) int32 { return 0 }

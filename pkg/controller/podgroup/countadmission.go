@@ -57,3 +57,6 @@ func (countAdmission) unreservedLater(pg *v1alpha1.PodGroup, v *podView) int32 {
 func (countAdmission) observePod(*corev1.Pod, bool) {}
 
 func (countAdmission) observeGroup(string, *v1alpha1.PodGroup) {}
+
+// explainStalled has nothing to say: count admission pins no pod.
+func (countAdmission) explainStalled(*corev1.Pod, string) string { return "" }

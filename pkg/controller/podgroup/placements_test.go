@@ -352,3 +352,52 @@ func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 		t.Errorf("after the group was deleted %d of 2 pods of 4 cpu fit on the 8-cpu node, want 2", len(free.Assignments))
 	}
 }
+
+// TestCapacityStalledNamesTheFilter: the Stalled message names the scheduler
+// filter that now refuses a released pod on its node, or says that capacity
+// was taken when every filter passes.
+func TestCapacityStalledNamesTheFilter(t *testing.T) {
+	unschedulable := func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/1 nodes are available: 1 node(s) had untolerated taint(s).", LastTransitionTime: metav1.NewTime(t0)}}
+	}
+	pinned := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{scheduling.PinRequirement("n1")}}}}}}
+	}
+	tainted := func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	tests := []struct {
+		name string
+		node *corev1.Node
+		want []string
+	}{
+		{
+			name: "a taint added after placement: TaintToleration is named",
+			node: newNode("n1", "8", tainted),
+			want: []string{"the nodes changed since placement", "pod p-0 on node n1, refused by node(s) had untolerated taint(s) (TaintToleration)"},
+		},
+		{
+			name: "every filter passes: capacity came and went",
+			node: newNode("n1", "8"),
+			want: []string{"capacity was likely taken by pods Muster does not manage", "pod p-0 on node n1, the scheduler reports: 0/1 nodes"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := capacityHarness(t, []*corev1.Node{tc.node}, objects(admitted(1), newPod("p-0", ungated, pinned, unschedulable, requests("2")))...)
+			h.sync()
+			h.step(time.Minute + time.Second)
+			c := cond(h.group(), v1alpha1.ConditionStalled)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				t.Fatalf("Stalled = %+v, want True", c)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(c.Message, w) {
+					t.Errorf("Stalled message %q, want it to contain %q", c.Message, w)
+				}
+			}
+		})
+	}
+}
