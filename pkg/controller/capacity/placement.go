@@ -279,6 +279,11 @@ func (p *placer) placeIndependent(sh *shape) int {
 		sh.refuseAll(refusal(st))
 		return 0
 	}
+	// Of an independent pod's labels, PreFilter reads only those that
+	// running pods' anti-affinity selects on: pods that agree on them share
+	// one PreFilter, which with thousands of such pods is most of the work.
+	keys := p.antiAffinityKeys()
+	states := map[string]*cycleState{relevantLabels(sh.pods[0], keys): cs}
 	nodes := p.filterAll(cs, sh.pods[0], sh.why)
 	h := make(slotHeap, 0, len(nodes))
 	for _, i := range nodes {
@@ -288,8 +293,12 @@ func (p *placer) placeIndependent(sh *shape) int {
 	placed := 0
 	for k, pod := range sh.pods {
 		if k > 0 {
-			if cs, st = p.prefilter(pod); st != nil {
-				continue
+			key := relevantLabels(pod, keys)
+			if cs = states[key]; cs == nil {
+				if cs, st = p.prefilter(pod); st != nil {
+					continue
+				}
+				states[key] = cs
 			}
 		}
 		var later []slot
@@ -317,6 +326,46 @@ func (p *placer) placeIndependent(sh *shape) int {
 		}
 	}
 	return placed
+}
+
+// antiAffinityKeys are the label keys that running pods' required
+// anti-affinity terms select on; nil if any term selects on no key
+// (everything), and every label matters.
+func (p *placer) antiAffinityKeys() map[string]bool {
+	nis, _ := nodeInfoLister{p.s.filters.lister}.HavePodsWithRequiredAntiAffinityList()
+	keys := map[string]bool{}
+	for _, ni := range nis {
+		for _, pi := range ni.GetPodsWithRequiredAntiAffinity() {
+			for _, term := range pi.GetRequiredAntiAffinityTerms() {
+				reqs, selectable := term.Selector.Requirements()
+				if !selectable || len(reqs) == 0 {
+					return nil
+				}
+				for _, r := range reqs {
+					keys[r.Key()] = true
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// relevantLabels is a pod's namespace and its labels under keys, as a map
+// key (all labels when keys is nil).
+func relevantLabels(p *corev1.Pod, keys map[string]bool) string {
+	names := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		if keys == nil || keys[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(p.Namespace)
+	for _, k := range names {
+		fmt.Fprintf(&b, "\x00%s=%s", k, p.Labels[k])
+	}
+	return b.String()
 }
 
 func needsReserve(p *corev1.Pod) bool {

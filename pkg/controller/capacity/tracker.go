@@ -132,7 +132,7 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 	var h holding
 	keep := t.holdsCapacity(p)
 	if keep {
-		h = holding{node: p.Spec.NodeName, info: newPodInfo(holderPod(p))}
+		h = holding{node: p.Spec.NodeName, info: holderInfo(p)}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -163,7 +163,7 @@ func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 	fresh := make(map[types.UID]holding, len(pods))
 	for _, p := range pods {
 		if t.holdsCapacity(p) {
-			fresh[p.UID] = holding{node: p.Spec.NodeName, info: newPodInfo(holderPod(p))}
+			fresh[p.UID] = holding{node: p.Spec.NodeName, info: holderInfo(p)}
 		}
 	}
 	t.mu.Lock()

@@ -3,6 +3,7 @@ package capacity
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // PlacementPod returns a new pod with only what kube-scheduler's filters
@@ -112,4 +113,23 @@ func StorageVolumes(vs []corev1.Volume) []corev1.Volume {
 		out = append(out, v)
 	}
 	return out
+}
+
+// holderInfo is the scheduler's PodInfo of a pod that is not Muster's. Its
+// requests are computed once and cached in the PodInfo, which is all the
+// NodeInfo reads of them, so the pod keeps of its containers only their
+// host ports: what each such pod costs in memory is mostly the pod struct.
+func holderInfo(p *corev1.Pod) fwk.PodInfo {
+	h := holderPod(p)
+	pi := newPodInfo(h)
+	pi.CalculateResource()
+	var ports []corev1.Container
+	for _, c := range append(h.Spec.InitContainers, h.Spec.Containers...) {
+		if len(c.Ports) > 0 {
+			ports = append(ports, corev1.Container{Name: c.Name, Ports: c.Ports})
+		}
+	}
+	h.Spec.Containers, h.Spec.InitContainers, h.Spec.Overhead, h.Spec.Resources = ports, nil, nil, nil
+	h.Status = corev1.PodStatus{Phase: h.Status.Phase}
+	return pi
 }
