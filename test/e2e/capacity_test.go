@@ -17,7 +17,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -155,7 +154,7 @@ func expectPinnedWhereBound(t *testing.T, pods []corev1.Pod) {
 		if scheduling.HasGate(p) {
 			continue
 		}
-		pinned := capacity.PinnedNode(p)
+		pinned := scheduling.PinnedNode(p)
 		if pinned == "" {
 			t.Errorf("released pod %s is not pinned to a node", p.Name)
 			continue
@@ -174,7 +173,7 @@ func pinCount(p *corev1.Pod) int {
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 			for _, r := range term.MatchFields {
-				if r.Key == capacity.NodeNameField {
+				if r.Key == scheduling.PinField {
 					n++
 				}
 			}
@@ -220,7 +219,7 @@ func TestCapacityTwoGangsDoNotFitTogether(t *testing.T) {
 			if err != nil {
 				return false, nil
 			}
-			if c := admittedCondition(pg); c.Reason == capacity.ReasonInsufficientCapacity {
+			if c := admittedCondition(pg); c.Reason == scheduling.ReasonInsufficientCapacity {
 				if pg.Status.Gated != 8 {
 					t.Fatalf("gang %s waits for capacity with %d of its 8 pods gated", g, pg.Status.Gated)
 				}
@@ -283,7 +282,7 @@ func TestCapacityPriority(t *testing.T) {
 	waitBound(t, ctx, ns, "running", 2)
 
 	createGang(t, ctx, ns, "low", 2, "30", "")
-	waitAdmitted(t, ctx, ns, "low", metav1.ConditionFalse, capacity.ReasonInsufficientCapacity)
+	waitAdmitted(t, ctx, ns, "low", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
 	high := newGroupObject(ns, "high", 2)
 	prio := int32(100)
 	high.Spec.Priority = &prio
@@ -291,7 +290,7 @@ func TestCapacityPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPods(t, ctx, gangPods(ns, "high", 2, "30", ""))
-	waitAdmitted(t, ctx, ns, "high", metav1.ConditionFalse, capacity.ReasonInsufficientCapacity)
+	waitAdmitted(t, ctx, ns, "high", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
 
 	for _, p := range groupPods(t, ctx, ns, "running") {
 		if err := kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
@@ -304,8 +303,8 @@ func TestCapacityPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := admittedCondition(low); c.Status != metav1.ConditionFalse || c.Reason != capacity.ReasonInsufficientCapacity {
-		t.Errorf("low-priority gang: Admitted=%s/%s, want False/%s behind the high-priority one", c.Status, c.Reason, capacity.ReasonInsufficientCapacity)
+	if c := admittedCondition(low); c.Status != metav1.ConditionFalse || c.Reason != scheduling.ReasonInsufficientCapacity {
+		t.Errorf("low-priority gang: Admitted=%s/%s, want False/%s behind the high-priority one", c.Status, c.Reason, scheduling.ReasonInsufficientCapacity)
 	}
 }
 
@@ -319,7 +318,7 @@ func TestCapacityFastRelease(t *testing.T) {
 	createGang(t, ctx, ns, "a", 2, "30", "10m", func(p *corev1.Pod) { p.Finalizers = []string{hold} })
 	waitBound(t, ctx, ns, "a", 2)
 	createGang(t, ctx, ns, "b", 2, "30", "")
-	waitAdmitted(t, ctx, ns, "b", metav1.ConditionFalse, capacity.ReasonInsufficientCapacity)
+	waitAdmitted(t, ctx, ns, "b", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
 
 	for _, p := range groupPods(t, ctx, ns, "a") {
 		if err := kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
@@ -449,7 +448,7 @@ func TestCapacityGangLargerThanCluster(t *testing.T) {
 	ns := namespace(t, ctx)
 	poolNodes(t, ctx, ns, 2, "32", nil)
 	createGang(t, ctx, ns, "huge", 4, "20", "")
-	pg := waitAdmitted(t, ctx, ns, "huge", metav1.ConditionFalse, capacity.ReasonExceedsCluster)
+	pg := waitAdmitted(t, ctx, ns, "huge", metav1.ConditionFalse, scheduling.ReasonExceedsClusterCapacity)
 	if msg := admittedCondition(pg).Message; !strings.Contains(msg, "can never fit") || !strings.Contains(msg, "4 pods requesting cpu 20 each, 2 fit") {
 		t.Errorf("message %q does not say that the gang can never fit and why", msg)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 // sparkGroup is a driver of 1 cpu and workers the driver creates later, of
@@ -78,7 +77,7 @@ func TestRolesDriverCreatesWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPod(t, ctx, rolePod(ns, "driver", "spark", "driver", "1", "10m", map[string]string{scheduling.RolesTemplateAnnotation: string(template)}))
-	pg := waitAdmitted(t, ctx, ns, "spark", metav1.ConditionFalse, capacity.ReasonInsufficientCapacity)
+	pg := waitAdmitted(t, ctx, ns, "spark", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
 	if n := len(pg.Spec.Roles); n != 2 || !pg.Spec.Roles[1].CreatedLater || pg.Spec.SchedulingPolicy.Gang.MinCount != 9 {
 		t.Errorf("group created from the driver: roles %+v, minCount %d; want driver and 8 workers created later, minCount 9", pg.Spec.Roles, pg.Spec.SchedulingPolicy.Gang.MinCount)
 	}
@@ -117,7 +116,7 @@ func TestRolesDriverCreatesWorkers(t *testing.T) {
 	used := map[string]int{}
 	for _, p := range bound {
 		if p.Labels[scheduling.RoleLabel] == "worker" {
-			used[capacity.PinnedNode(&p)]++
+			used[scheduling.PinnedNode(&p)]++
 		}
 	}
 	for node, n := range used {
@@ -146,7 +145,7 @@ func TestRolesWorkersNeverArrive(t *testing.T) {
 
 	// 1 + 4×3 of 16 cpu are taken: a gang of 2×3 waits.
 	createGang(t, ctx, ns, "next", 2, "3", "10m")
-	waitAdmitted(t, ctx, ns, "next", metav1.ConditionFalse, capacity.ReasonInsufficientCapacity)
+	waitAdmitted(t, ctx, ns, "next", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
 
 	pg = waitCapacityReserved(t, ctx, ns, "spark", metav1.ConditionFalse, "ReservationExpired")
 	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved)

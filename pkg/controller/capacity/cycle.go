@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // QueueingStrategy says whether a gang may be admitted ahead of an older or
@@ -18,17 +20,6 @@ const (
 	BestEffortFIFO QueueingStrategy = "BestEffortFIFO"
 	// StrictFIFO admits nothing behind the head of the queue until the head fits.
 	StrictFIFO QueueingStrategy = "StrictFIFO"
-)
-
-// Reasons of Admitted=False that an admission cycle decides.
-const (
-	// ReasonInsufficientCapacity: the gang does not fit in the free capacity now.
-	ReasonInsufficientCapacity = "InsufficientCapacity"
-	// ReasonExceedsCluster: the gang does not fit even on the idle cluster;
-	// it is skipped so that it never blocks the queue.
-	ReasonExceedsCluster = "ExceedsClusterCapacity"
-	// ReasonQueued: under StrictFIFO, the gang waits behind the head of the queue.
-	ReasonQueued = "Queued"
 )
 
 // Candidate is a group that has gated pods to place.
@@ -86,7 +77,7 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 	)
 	for _, c := range cands {
 		if head != "" && c.Need > 0 {
-			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonQueued,
+			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonQueued,
 				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
 			continue
 		}
@@ -108,12 +99,12 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 			idle := empty.Place(c.Pods)
 			empty.Discard(idle)
 			if len(idle.Assignments) < c.Need {
-				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonExceedsCluster,
+				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonExceedsClusterCapacity,
 					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, len(idle.Assignments), idle.Short)})
 				continue
 			}
 		}
-		verdicts = append(verdicts, Verdict{Key: c.Key, Reason: ReasonInsufficientCapacity,
+		verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonInsufficientCapacity,
 			Message: fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, len(res.Assignments), res.Short)})
 		if strategy == StrictFIFO {
 			head = c.Key

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 func TestAdmit(t *testing.T) {
@@ -36,20 +38,20 @@ func TestAdmit(t *testing.T) {
 			name:       "two gangs that do not fit together: the older runs whole, the other waits whole",
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("b", 0, 2, 8, "10"), gang("a", 0, 1, 8, "10")},
-			want:       map[string]outcome{"a": {Admit: true, Pods: 8}, "b": {Reason: ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"a": {Admit: true, Pods: 8}, "b": {Reason: scheduling.ReasonInsufficientCapacity}},
 			wantMsg:    map[string]string{"b": "needs 8 pods placed at once; 4 fit now: 8 pods requesting cpu 10 each, 4 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit)"},
 		},
 		{
 			name:       "higher priority goes first even when younger",
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("old", 0, 1, 8, "10"), gang("urgent", 10, 5, 8, "10")},
-			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}, "old": {Reason: ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}, "old": {Reason: scheduling.ReasonInsufficientCapacity}},
 		},
 		{
 			name:       "equal priority and age: by name",
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("y", 0, 1, 8, "10"), gang("x", 0, 1, 8, "10")},
-			want:       map[string]outcome{"x": {Admit: true, Pods: 8}, "y": {Reason: ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"x": {Admit: true, Pods: 8}, "y": {Reason: scheduling.ReasonInsufficientCapacity}},
 		},
 		{
 			name:       "BestEffortFIFO: a smaller gang goes ahead of a larger one that does not fit",
@@ -57,7 +59,7 @@ func TestAdmit(t *testing.T) {
 			bound:      []*corev1.Pod{pod("x", "30", onNode("a"))},
 			candidates: []Candidate{gang("big", 0, 1, 13, "8"), gang("small", 0, 2, 2, "8")},
 			strategy:   BestEffortFIFO,
-			want:       map[string]outcome{"big": {Reason: ReasonInsufficientCapacity}, "small": {Admit: true, Pods: 2}},
+			want:       map[string]outcome{"big": {Reason: scheduling.ReasonInsufficientCapacity}, "small": {Admit: true, Pods: 2}},
 		},
 		{
 			name:       "StrictFIFO: nothing goes ahead of the head",
@@ -65,7 +67,7 @@ func TestAdmit(t *testing.T) {
 			bound:      []*corev1.Pod{pod("x", "30", onNode("a"))},
 			candidates: []Candidate{gang("big", 0, 1, 13, "8"), gang("small", 0, 2, 2, "8")},
 			strategy:   StrictFIFO,
-			want:       map[string]outcome{"big": {Reason: ReasonInsufficientCapacity}, "small": {Reason: ReasonQueued}},
+			want:       map[string]outcome{"big": {Reason: scheduling.ReasonInsufficientCapacity}, "small": {Reason: scheduling.ReasonQueued}},
 			wantMsg:    map[string]string{"small": "queued behind PodGroup big, which does not fit yet (StrictFIFO)"},
 		},
 		{
@@ -73,7 +75,7 @@ func TestAdmit(t *testing.T) {
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("huge", 0, 1, 20, "10"), gang("small", 0, 2, 2, "8")},
 			strategy:   StrictFIFO,
-			want:       map[string]outcome{"huge": {Reason: ReasonExceedsCluster}, "small": {Admit: true, Pods: 2}},
+			want:       map[string]outcome{"huge": {Reason: scheduling.ReasonExceedsClusterCapacity}, "small": {Admit: true, Pods: 2}},
 			wantMsg:    map[string]string{"huge": "needs 20 pods placed at once and can never fit: even the idle cluster fits 12"},
 		},
 		{
@@ -81,13 +83,13 @@ func TestAdmit(t *testing.T) {
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("huge", 0, 1, 20, "10"), gang("small", 0, 2, 2, "8")},
 			strategy:   BestEffortFIFO,
-			want:       map[string]outcome{"huge": {Reason: ReasonExceedsCluster}, "small": {Admit: true, Pods: 2}},
+			want:       map[string]outcome{"huge": {Reason: scheduling.ReasonExceedsClusterCapacity}, "small": {Admit: true, Pods: 2}},
 		},
 		{
 			name:       "pods of an admitted group are placed first, one by one, as far as they fit",
 			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
 			candidates: []Candidate{gang("new", 10, 0, 2, "1"), joiner("running", 3, "1")},
-			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: scheduling.ReasonInsufficientCapacity}},
 		},
 		{
 			name:       "pods beyond the need that fit are admitted with the gang",

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 type nodeOpt func(*corev1.Node)
@@ -128,7 +130,7 @@ func deleting(p *corev1.Pod) {
 func pinnedTo(n string) podOpt {
 	return func(p *corev1.Pod) {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{PinRequirement(n)}}},
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{scheduling.PinRequirement(n)}}},
 		}}}
 	}
 }

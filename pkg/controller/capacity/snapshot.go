@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"

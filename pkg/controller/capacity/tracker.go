@@ -9,6 +9,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // Tracker is the controller's running account of each node's allocatable
@@ -121,7 +123,7 @@ func (t *Tracker) RemoveNode(name string) {
 // holds reports whether a pod that is not Muster's holds capacity: bound,
 // not terminal and, with fast release, not being deleted.
 func (t *Tracker) holdsCapacity(p *corev1.Pod) bool {
-	if p.Spec.NodeName == "" || isTerminal(p) {
+	if p.Spec.NodeName == "" || scheduling.IsTerminal(p) {
 		return false
 	}
 	return !(t.fastRelease && p.DeletionTimestamp != nil)
@@ -194,10 +196,10 @@ func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
 		group:  key,
 		info:   newPodInfo(pp),
 		replay: len(pp.Spec.ResourceClaims) > 0 || len(pp.Spec.Volumes) > 0,
-		active: !isTerminal(p) && !(t.fastRelease && p.DeletionTimestamp != nil),
+		active: !scheduling.IsTerminal(p) && !(t.fastRelease && p.DeletionTimestamp != nil),
 		gated:  gated,
 		node:   p.Spec.NodeName,
-		pinned: PinnedNode(p),
+		pinned: scheduling.PinnedNode(p),
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -422,8 +424,4 @@ func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
 		}
 	}
 	return s
-}
-
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

@@ -245,27 +245,3 @@ func TestClaims(t *testing.T) {
 		t.Error("Claims on a node the tracker does not know = true, want false")
 	}
 }
-
-func TestPinnedNode(t *testing.T) {
-	twoTerms := pod("p", "1", pinnedTo("a"))
-	twoTerms.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = append(
-		twoTerms.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms,
-		corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{PinRequirement("b")}})
-	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		want string
-	}{
-		{"no affinity", pod("p", "1"), ""},
-		{"pinned", pod("p", "1", pinnedTo("a")), "a"},
-		{"label affinity is not a pin", pod("p", "1", withAffinityIn("zone", "z")), ""},
-		{"terms pinned to different nodes", twoTerms, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := PinnedNode(tc.pod); got != tc.want {
-				t.Errorf("PinnedNode = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}

@@ -124,7 +124,7 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 		}},
 		{"pinned node and unschedulable", func(p *corev1.Pod) any {
 			since, msg, ok := capacity.Unschedulable(p)
-			return []any{capacity.PinnedNode(p), since, msg, ok}
+			return []any{scheduling.PinnedNode(p), since, msg, ok}
 		}},
 	}
 	for _, k := range kept {

@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 // WritesPolicyName names the ValidatingAdmissionPolicy, and its binding, that
@@ -22,7 +21,7 @@ const WritesPolicyName = "muster-pod-writes"
 //   - remove the tracking finalizer, or add it back (adoption);
 //   - remove the admission gate;
 //   - pin the pod to a node: add a metadata.name In [node] requirement to the
-//     terms of its required node affinity (pkg/controller/capacity.PinRequirement).
+//     terms of its required node affinity (pkg/controller/scheduling.PinRequirement).
 //
 // Anything else the account changes is denied, and so is every write of
 // pods/status, which the controller never makes. The rules compare only the
@@ -30,7 +29,7 @@ const WritesPolicyName = "muster-pod-writes"
 // validation refuses the rest).
 func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	user := serviceaccount.MakeUsername(namespace, name)
-	pin := capacity.PinRequirement("")
+	pin := scheduling.PinRequirement("")
 	isPin := fmt.Sprintf("r.key == %s && r.operator == %s && has(r.values) && r.values.size() == 1",
 		celString(pin.Key), celString(string(pin.Operator)))
 	// The terms of the required node affinity, as a list of the terms'
