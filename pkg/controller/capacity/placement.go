@@ -424,7 +424,9 @@ func (h *slotHeap) Pop() any {
 }
 
 // shape is a set of pods that placement treats alike. Pods that constrain
-// each other (not independent) are each a shape of their own.
+// each other (not independent) are still placed one at a time, every node
+// filtered again for each; their shape only orders them and words the
+// message.
 type shape struct {
 	req         Resources
 	pods        []*corev1.Pod
@@ -439,12 +441,10 @@ func groupShapes(pods []*corev1.Pod) []*shape {
 		req := PodRequests(p)
 		ind := independent(p)
 		var found *shape
-		if ind {
-			for _, sh := range shapes {
-				if sh.independent && sameShape(sh.pods[0], p, sh.req, req) {
-					found = sh
-					break
-				}
+		for _, sh := range shapes {
+			if sh.independent == ind && sameShape(sh.pods[0], p, sh.req, req) {
+				found = sh
+				break
 			}
 		}
 		if found == nil {
