@@ -538,3 +538,35 @@ func zonesOf(r Result, nodes []*corev1.Node) map[string]int {
 	}
 	return out
 }
+
+// TestClaimFits: a pod of a createdLater role takes a reserved place only
+// where the scheduler's filters pass for it once the place is given back.
+func TestClaimFits(t *testing.T) {
+	slot := Slot{Node: "a", Requests: ResourcesFromList(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30")}), Count: 1}
+	tests := []struct {
+		name    string
+		running []*corev1.Pod
+		pod     *corev1.Pod
+		want    bool
+	}{
+		{name: "the place it was reserved for: fits", pod: pod("w", "30"), want: true},
+		{name: "asks for more than the place holds", pod: pod("w", "31"), want: false},
+		{name: "a running pod holds its host port on the node", running: []*corev1.Pod{pod("web", "1", onNode("a"), withHostPort(80))},
+			pod: pod("w", "1", withHostPort(80)), want: false},
+		{name: "a running pod's anti-affinity refuses it on the node", running: []*corev1.Pod{pod("db", "1", onNode("a"), antiAffinity("app", "w", corev1.LabelHostname))},
+			pod: pod("w", "1", withLabels("app", "w")), want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(true)
+			tr.SetNode(node("a", "32", "256Gi"))
+			for _, p := range tc.running {
+				tr.SetUnmanagedPod(p)
+			}
+			tr.SetReservations("ns/g", []Slot{slot})
+			if got := tr.ClaimFits(defaultFilters(), "ns/g", tc.pod, "a", slot.Requests); got != tc.want {
+				t.Errorf("ClaimFits = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

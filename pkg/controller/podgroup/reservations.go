@@ -184,6 +184,16 @@ func (a *capacityAdmission) reserve(pg *v1alpha1.PodGroup, v *podView, now time.
 	return next
 }
 
+// claimFits reports whether pod p may take a place of pg reserved on node
+// for pods requesting slot: by the scheduler's filters once they run, and
+// before that by the resource, readiness, taint and node affinity checks.
+func (a *capacityAdmission) claimFits(pg *v1alpha1.PodGroup, p *corev1.Pod, node string, slot capacity.Resources) bool {
+	if a.filters == nil {
+		return capacity.Claims(a.tracker.Node(node), p, slot)
+	}
+	return a.tracker.ClaimFits(a.filters, groupKey(pg.Namespace, pg.Name), p, node, slot)
+}
+
 // claimReserved gives each gated pod of a createdLater role that has no
 // placement yet one place reserved for its role, on a node whose filters
 // it passes and whose place it fits: the placement and the smaller
@@ -198,7 +208,7 @@ func (a *capacityAdmission) claimReserved(pg *v1alpha1.PodGroup, v *podView) {
 		role := roleOf(p)
 		for i := range pg.Status.Reservations {
 			r := &pg.Status.Reservations[i]
-			if r.Role != role || r.Count == 0 || !capacity.Claims(a.tracker.Node(r.Node), p, req[role]) {
+			if r.Role != role || r.Count == 0 || !a.claimFits(pg, p, r.Node, req[role]) {
 				continue
 			}
 			r.Count--
