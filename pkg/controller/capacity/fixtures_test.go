@@ -135,8 +135,8 @@ func pinnedTo(n string) podOpt {
 	}
 }
 
-// snapshotOf builds a tracker with nodes and bound unmanaged pods.
-func snapshotOf(nodes []*corev1.Node, bound ...*corev1.Pod) *Snapshot {
+// trackerOf builds a tracker with nodes and bound unmanaged pods.
+func trackerOf(nodes []*corev1.Node, bound ...*corev1.Pod) *Tracker {
 	t := NewTracker(true)
 	for _, n := range nodes {
 		t.SetNode(n)
@@ -144,7 +144,12 @@ func snapshotOf(nodes []*corev1.Node, bound ...*corev1.Pod) *Snapshot {
 	for _, p := range bound {
 		t.SetUnmanagedPod(p)
 	}
-	return t.Snapshot(defaultFilters())
+	return t
+}
+
+// snapshotOf is trackerOf's snapshot on the default filters.
+func snapshotOf(nodes []*corev1.Node, bound ...*corev1.Pod) *Snapshot {
+	return trackerOf(nodes, bound...).Snapshot(defaultFilters())
 }
 
 var (

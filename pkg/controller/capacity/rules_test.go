@@ -195,14 +195,7 @@ func TestSchedulerRules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filtersFor(t, tc.objs...)
-			tr := NewTracker(true)
-			for _, n := range tc.nodes {
-				tr.SetNode(n)
-			}
-			for _, p := range tc.running {
-				tr.SetUnmanagedPod(p)
-			}
-			s := tr.Snapshot(f)
+			s := trackerOf(tc.nodes, tc.running...).Snapshot(f)
 			defer s.Close()
 			r := s.Place(tc.gang)
 			defer s.Discard(r)
@@ -245,11 +238,7 @@ func TestTwoGangsInOneCycleSeeEachOther(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filtersFor(t, tc.objs...)
-			tr := NewTracker(true)
-			for _, n := range tc.nodes {
-				tr.SetNode(n)
-			}
-			vs := Admit(tr.Snapshot(f), []Candidate{
+			vs := Admit(trackerOf(tc.nodes).Snapshot(f), []Candidate{
 				{Key: "ns/a", Pods: tc.a, Need: len(tc.a)},
 				{Key: "ns/b", Pods: tc.b, Need: len(tc.b), Created: metav1.Now().Time},
 			}, BestEffortFIFO)
@@ -558,11 +547,7 @@ func TestClaimFits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := NewTracker(true)
-			tr.SetNode(node("a", "32", "256Gi"))
-			for _, p := range tc.running {
-				tr.SetUnmanagedPod(p)
-			}
+			tr := trackerOf([]*corev1.Node{node("a", "32", "256Gi")}, tc.running...)
 			tr.SetReservations("ns/g", []Slot{slot})
 			if got := tr.ClaimFits(defaultFilters(), "ns/g", tc.pod, "a", slot.Requests); got != tc.want {
 				t.Errorf("ClaimFits = %v, want %v", got, tc.want)

@@ -255,16 +255,25 @@ func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 // TestCapacityStalled: a released pod the scheduler cannot bind on its
 // reserved node for longer than the timeout makes the group Stalled, with
 // an event; once it is bound, Stalled goes False.
-func TestCapacityStalled(t *testing.T) {
-	unschedulable := func(p *corev1.Pod) {
+// unschedulableSince marks a pod as the scheduler leaves one it cannot bind.
+func unschedulableSince(msg string) podMod {
+	return func(p *corev1.Pod) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-			Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.NewTime(t0)}}
+			Message: msg, LastTransitionTime: metav1.NewTime(t0)}}
 	}
-	pinned := func(p *corev1.Pod) {
+}
+
+// pinnedTo pins a pod to node by the pin rule.
+func pinnedTo(node string) podMod {
+	return func(p *corev1.Pod) {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{scheduling.PinRequirement("n1")}}}}}}
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{scheduling.PinRequirement(node)}}}}}}
 	}
-	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(admitted(1), newPod("p-0", ungated, pinned, unschedulable, requests("2")))...)
+}
+
+func TestCapacityStalled(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")},
+		objects(admitted(1), newPod("p-0", ungated, pinnedTo("n1"), unschedulableSince("0/1 nodes are available: 1 Insufficient cpu."), requests("2")))...)
 	stalledGauge := func() float64 {
 		v, err := testutil.GetGaugeMetricValue(metrics.stalledGroups)
 		if err != nil {
@@ -357,14 +366,7 @@ func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 // filter that now refuses a released pod on its node, or says that capacity
 // was taken when every filter passes.
 func TestCapacityStalledNamesTheFilter(t *testing.T) {
-	unschedulable := func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-			Message: "0/1 nodes are available: 1 node(s) had untolerated taint(s).", LastTransitionTime: metav1.NewTime(t0)}}
-	}
-	pinned := func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{scheduling.PinRequirement("n1")}}}}}}
-	}
+	unschedulable := unschedulableSince("0/1 nodes are available: 1 node(s) had untolerated taint(s).")
 	tainted := func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
 	}
@@ -386,7 +388,7 @@ func TestCapacityStalledNamesTheFilter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := capacityHarness(t, []*corev1.Node{tc.node}, objects(admitted(1), newPod("p-0", ungated, pinned, unschedulable, requests("2")))...)
+			h := capacityHarness(t, []*corev1.Node{tc.node}, objects(admitted(1), newPod("p-0", ungated, pinnedTo("n1"), unschedulable, requests("2")))...)
 			h.sync()
 			h.step(time.Minute + time.Second)
 			c := cond(h.group(), v1alpha1.ConditionStalled)
