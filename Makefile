@@ -39,6 +39,13 @@ E2E_OLDEST_TESTS := \
 	TestCapacityFastRelease \
 	TestCapacityLeaderKilledMidRelease \
 	TestCapacityGangLargerThanCluster \
+	TestPlacementOneWorkerPerNode \
+	TestPlacementHostPort \
+	TestPlacementTopologySpread \
+	TestPlacementPodAffinity \
+	TestPlacementZonalVolumes \
+	TestPlacementBoundVolumeZone \
+	TestPlacementNeverFitsAntiAffinity \
 	TestPolicyGroupLabelImmutable \
 	TestPolicyFinalizerRemovableWithoutMuster \
 	TestPolicyMusterWritesConfined \
