@@ -473,26 +473,34 @@ func (h *harness) snapshot() []runtime.Object {
 	return out
 }
 
-var (
-	filtersOnce sync.Once
-	filters     *capacity.Filters
-	filtersErr  error
-)
+// sharedFilters are the scheduler's filters on a cluster with no storage or
+// DRA objects, built once per package test run, on a clientset of their own
+// so that their informers' calls are not counted as the controller's.
+type sharedFilters struct {
+	once    sync.Once
+	filters *capacity.Filters
+	err     error
+}
 
-// testFilters are the scheduler's filters on a cluster with no storage or
-// DRA objects, built once for the package's tests on a clientset of their
-// own, so that their informers' calls are not counted as the controller's.
-func testFilters(t *testing.T) *capacity.Filters {
+var withDRA, withoutDRA sharedFilters
+
+func (s *sharedFilters) get(t *testing.T, dra bool) *capacity.Filters {
 	t.Helper()
-	filtersOnce.Do(func() {
+	s.once.Do(func() {
 		ctx := context.Background()
-		filters, filtersErr = capacity.NewFilters(ctx, kubefake.NewClientset(), true)
-		if filtersErr == nil {
-			filtersErr = filters.Start(ctx)
+		s.filters, s.err = capacity.NewFilters(ctx, kubefake.NewClientset(), dra)
+		if s.err == nil {
+			s.err = s.filters.Start(ctx)
 		}
 	})
-	if filtersErr != nil {
-		t.Fatalf("starting the scheduler's filters: %v", filtersErr)
+	if s.err != nil {
+		t.Fatalf("starting the scheduler's filters: %v", s.err)
 	}
-	return filters
+	return s.filters
 }
+
+// testFilters are the filters of a cluster that serves resource.k8s.io/v1.
+func testFilters(t *testing.T) *capacity.Filters { return withDRA.get(t, true) }
+
+// filtersWithoutDRA are those of a cluster that does not (before 1.34).
+func filtersWithoutDRA(t *testing.T) *capacity.Filters { return withoutDRA.get(t, false) }

@@ -137,6 +137,30 @@ func TestCapacityAdmission(t *testing.T) {
 	}
 }
 
+// TestClaimsWithoutDRAAreNotPinned: on a cluster that does not serve
+// resource.k8s.io/v1, a pod with resource claims is released unpinned with
+// its gang, and the group says why.
+func TestClaimsWithoutDRAAreNotPinned(t *testing.T) {
+	withClaim := func(p *corev1.Pod) {
+		template := "gpu"
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
+	}
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("1"), withClaim)...)...)
+	h.admission().filters = filtersWithoutDRA(t)
+	h.admitRound()
+	c := cond(h.group(), v1alpha1.ConditionAdmitted)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "2 pods are released unpinned") ||
+		!strings.Contains(c.Message, "resource claims need resource.k8s.io/v1, which this cluster does not serve") {
+		t.Fatalf("Admitted = %+v, want True, saying the 2 pods with claims are released unpinned and why", c)
+	}
+	for _, name := range []string{"p-0", "p-1"} {
+		p := h.pod(name)
+		if scheduling.HasGate(p) || scheduling.PinnedNode(p) != "" {
+			t.Errorf("pod %s: gated %v, pinned to %q; want released unpinned", name, scheduling.HasGate(p), scheduling.PinnedNode(p))
+		}
+	}
+}
+
 // TestCapacityAdmissionWritesBeforePatching: the placements are in the
 // status write that admits, and that write comes before any pod patch.
 func TestCapacityAdmissionWritesBeforePatching(t *testing.T) {
