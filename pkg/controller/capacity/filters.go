@@ -103,7 +103,7 @@ func NewFilters(ctx context.Context, kube kubernetes.Interface, dra bool) (*Filt
 	// registered, so Muster's /metrics does not grow the scheduler's.
 	initMetrics.Do(metrics.InitMetrics)
 
-	factory := informers.NewSharedInformerFactory(kube, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(dropManagedFields))
 	// VolumeBinding and DynamicResources ask for pod and node informers that
 	// only binding and requeueing read; placement never binds or requeues, so
 	// they get informers that list nothing, and the cluster's pods are not
@@ -234,6 +234,16 @@ func DRAServed(kube kubernetes.Interface) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// dropManagedFields is the filters' informers' transform: no plugin reads
+// managed fields, which are often most of a PersistentVolume's or a
+// ResourceClaim's bytes.
+func dropManagedFields(obj interface{}) (interface{}, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // handlerSync records the handlers added to the informers it wraps, so
