@@ -45,6 +45,9 @@ type Tracker struct {
 	unmanaged map[types.UID]holding
 	// managed holds Muster's pods, with the node each one holds, if any.
 	managed map[types.UID]*managedPod
+	// unbound are the managed pods that hold a node they are not bound to
+	// and have volumes or devices that Reserve decides (Snapshot.use).
+	unbound map[types.UID]*managedPod
 	byGroup map[string]map[types.UID]struct{}
 	// placements are recorded in PodGroup status; assumed are decided by an
 	// admission cycle and not yet seen there. Both map pod UID to node.
@@ -86,6 +89,7 @@ func NewTracker(fastRelease bool) *Tracker {
 		shared:       map[string]bool{},
 		unmanaged:    map[types.UID]holding{},
 		managed:      map[types.UID]*managedPod{},
+		unbound:      map[types.UID]*managedPod{},
 		byGroup:      map[string]map[types.UID]struct{}{},
 		placements:   map[string]map[types.UID]string{},
 		assumed:      map[string]map[types.UID]string{},
@@ -238,6 +242,7 @@ func (t *Tracker) dropManaged(uid types.UID) {
 		t.release(old.holds, old.info)
 	}
 	delete(t.managed, uid)
+	delete(t.unbound, uid)
 	t.leaveGroup(old.group, uid)
 }
 
@@ -259,6 +264,7 @@ func (t *Tracker) leaveGroup(key string, uid types.UID) {
 
 // rehold moves a managed pod's holding to the node its state says.
 func (t *Tracker) rehold(uid types.UID, mp *managedPod) {
+	defer t.trackUnbound(uid, mp)
 	want := ""
 	switch {
 	case !mp.active:
@@ -284,6 +290,15 @@ func (t *Tracker) rehold(uid types.UID, mp *managedPod) {
 		t.hold(want, mp.info)
 	}
 	mp.holds = want
+}
+
+// trackUnbound keeps t.unbound in step with a managed pod's holding.
+func (t *Tracker) trackUnbound(uid types.UID, mp *managedPod) {
+	if mp.replay && mp.holds != "" && mp.node == "" {
+		t.unbound[uid] = mp
+	} else {
+		delete(t.unbound, uid)
+	}
 }
 
 // SetPlacements records the placements a PodGroup's status holds, by pod UID.
@@ -418,10 +433,8 @@ func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
 		s.index[name] = i
 		t.shared[name] = true
 	}
-	for _, mp := range t.managed {
-		if mp.replay && mp.holds != "" && mp.node == "" {
-			s.unbound = append(s.unbound, holder{pod: mp.info.GetPod(), node: mp.holds})
-		}
+	for _, mp := range t.unbound {
+		s.unbound = append(s.unbound, holder{pod: mp.info.GetPod(), node: mp.holds})
 	}
 	return s
 }

@@ -245,3 +245,37 @@ func TestClaims(t *testing.T) {
 		t.Error("Claims on a node the tracker does not know = true, want false")
 	}
 }
+
+// TestTrackerUnbound: a pod of Muster's with volumes or devices is replayed
+// by a cycle while it holds a node it is not bound to, and only then.
+func TestTrackerUnbound(t *testing.T) {
+	unbound := func(tr *Tracker) []string {
+		var out []string
+		for _, h := range tr.Snapshot(defaultFilters()).unbound {
+			out = append(out, h.pod.Name+"@"+h.node)
+		}
+		return out
+	}
+	tr := trackerOf([]*corev1.Node{node("a", "32", "256Gi")})
+	withVolume := pod("v", "1", withClaim("data"))
+	tr.SetManagedPod("ns/g", withVolume, true)
+	tr.SetManagedPod("ns/g", pod("plain", "1"), true)
+	if got := unbound(tr); len(got) != 0 {
+		t.Fatalf("unbound = %v before any placement, want none", got)
+	}
+	tr.Assume("ns/g", map[types.UID]string{withVolume.UID: "a", "uid-plain": "a"})
+	if got := unbound(tr); !cmp.Equal(got, []string{"v@a"}) {
+		t.Fatalf("unbound = %v once placed, want [v@a]: only the pod with a volume", got)
+	}
+	bound := withVolume.DeepCopy()
+	bound.Spec.NodeName = "a"
+	tr.SetManagedPod("ns/g", bound, false)
+	if got := unbound(tr); len(got) != 0 {
+		t.Fatalf("unbound = %v once bound, want none", got)
+	}
+	tr.SetManagedPod("ns/g", withVolume, true)
+	tr.RemoveManagedPod(withVolume.UID)
+	if got := unbound(tr); len(got) != 0 {
+		t.Fatalf("unbound = %v once removed, want none", got)
+	}
+}
