@@ -245,26 +245,46 @@ func (p *placer) placeShape(sh *shape) int {
 }
 
 // placeAlone places a pod whose constraints depend on the pods placed
-// before it (pod affinity, topology spread, host ports, volumes, devices):
-// every node is filtered again for it.
+// before it (pod affinity, topology spread, host ports, volumes, devices).
+// The nodes are taken in best-fit order, by a cheap estimate of how full
+// each would be with the pod (nodes where its cpu or memory cannot fit
+// last), and filtered one by one until one passes: that node is the
+// fullest that the filters allow, found without filtering every node. A
+// pod that fits nowhere has had every node filtered, so its message counts
+// every refusal.
 func (p *placer) placeAlone(sh *shape, pod *corev1.Pod) bool {
 	cs, st := p.prefilter(pod)
 	if st != nil {
 		sh.refuseAll(refusal(st))
 		return false
 	}
-	nodes := p.filterAll(cs, pod, sh.why)
-	req := sh.req
-	sort.SliceStable(nodes, func(a, b int) bool {
-		return fullness(req, p.s.info(nodes[a])) > fullness(req, p.s.info(nodes[b]))
-	})
-	for _, i := range nodes {
-		if p.assign(cs, pod, i) {
+	order := make([]slot, len(p.s.Nodes))
+	for i := range order {
+		order[i] = slot{node: i, score: bestFitScore(sh.req, p.s.info(i))}
+	}
+	sort.Slice(order, func(a, b int) bool { return slotHeap(order).Less(a, b) })
+	for _, sl := range order {
+		if why := p.filter(cs, pod, sl.node); why != "" {
+			sh.why[sl.node] = why
+			continue
+		}
+		if p.assign(cs, pod, sl.node) {
+			delete(sh.why, sl.node)
 			return true
 		}
-		sh.why[i] = "its volumes or devices could not be reserved"
+		sh.why[sl.node] = "its volumes or devices could not be reserved"
 	}
 	return false
+}
+
+// bestFitScore orders nodes for placeAlone: how full the node would be
+// with one more pod of req, or -1 if its cpu or memory cannot take it (the
+// filters decide; this only saves filtering nodes that will refuse).
+func bestFitScore(req Resources, ni *schedfw.NodeInfo) float64 {
+	if ni.Requested.MilliCPU+req.MilliCPU > ni.Allocatable.MilliCPU || ni.Requested.Memory+req.Memory > ni.Allocatable.Memory {
+		return -1
+	}
+	return fullness(req, ni)
 }
 
 // placeIndependent places pods that constrain only the node they go to
