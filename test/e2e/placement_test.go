@@ -34,7 +34,7 @@ func TestPlacementOneWorkerPerNode(t *testing.T) {
 		}}
 	})
 	pods := expectRunningWhole(t, ctx, w, ns, "g", 4)
-	expectOnePerNode(t, pods, nodes)
+	expectPerNode(t, pods, nodes, 1)
 }
 
 // TestPlacementHostPort: a gang of 4 whose pods all take host port 8080
@@ -48,15 +48,16 @@ func TestPlacementHostPort(t *testing.T) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "rendezvous", ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
 	})
 	pods := expectRunningWhole(t, ctx, w, ns, "g", 4)
-	expectOnePerNode(t, pods, nodes)
+	expectPerNode(t, pods, nodes, 1)
 }
 
-func expectOnePerNode(t *testing.T, pods []corev1.Pod, nodes []string) {
+// expectPerNode wants want pods of the gang on each of nodes.
+func expectPerNode(t *testing.T, pods []corev1.Pod, nodes []string, want int) {
 	t.Helper()
 	per := podsPerNode(pods)
 	for _, n := range nodes {
-		if per[n] != 1 {
-			t.Errorf("node %s runs %d pods of the gang, want 1 (pods per node %v)", n, per[n], per)
+		if per[n] != want {
+			t.Errorf("node %s runs %d pods of the gang, want %d (pods per node %v)", n, per[n], want, per)
 		}
 	}
 }
@@ -78,12 +79,7 @@ func TestPlacementTopologySpread(t *testing.T) {
 		}}
 	})
 	pods := expectRunningWhole(t, ctx, w, ns, "g", 8)
-	per := podsPerNode(pods)
-	for _, n := range nodes {
-		if per[n] != 2 {
-			t.Errorf("node %s runs %d pods of the gang, want 2 (pods per node %v)", n, per[n], per)
-		}
-	}
+	expectPerNode(t, pods, nodes, 2)
 }
 
 // TestPlacementPodAffinity: a gang of 4 with required pod affinity on the
