@@ -58,6 +58,7 @@ func (t *Tracker) filterOn(f *Filters, pod *corev1.Pod, node string, edit func(*
 	ni := s.infos[i].SnapshotConcrete()
 	edit(ni)
 	s.overlay = map[int]*schedfw.NodeInfo{i: ni}
+	s.changed()
 	s.replayed = true // the pods' own reservations are not wanted here
 	f.lister.s = s
 	defer func() { f.lister.s = nil }()

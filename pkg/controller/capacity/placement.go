@@ -74,6 +74,7 @@ func (s *Snapshot) Place(pods []*corev1.Pod) Result {
 	p.res.Short = strings.Join(shortMsgs, "; ")
 	p.res.overlay, p.res.reserved = s.overlay, p.reserved
 	s.overlay = nil
+	s.changed()
 	return p.res
 }
 
@@ -83,6 +84,7 @@ func (s *Snapshot) Commit(r Result) {
 	for i, ni := range r.overlay {
 		s.infos[i] = ni
 	}
+	s.changed()
 	s.reserved = append(s.reserved, r.reserved...)
 }
 
@@ -130,6 +132,7 @@ func (s *Snapshot) use(ctx context.Context) {
 		ni := s.infos[i].SnapshotConcrete()
 		_ = ni.RemovePod(klog.FromContext(ctx), h.pod)
 		s.overlay = map[int]*schedfw.NodeInfo{i: ni}
+		s.changed()
 		state := schedfw.NewCycleState()
 		_, st, _ := s.filters.fw.RunPreFilterPlugins(ctx, state, h.pod)
 		if st.IsSuccess() {
@@ -144,6 +147,7 @@ func (s *Snapshot) use(ctx context.Context) {
 			klog.FromContext(ctx).V(2).Info("Placement could not reserve the volumes or devices of a pod placed earlier", "pod", klog.KObj(h.pod), "node", h.node, "status", st.Message())
 		}
 		s.overlay = nil
+		s.changed()
 	}
 }
 
@@ -226,6 +230,7 @@ func (p *placer) assign(cs *cycleState, pod *corev1.Pod, i int) bool {
 	bound := *pod
 	bound.Spec.NodeName = node
 	p.s.writable(i).AddPod(&bound)
+	p.s.changed()
 	p.res.Assignments = append(p.res.Assignments, Assignment{Pod: pod, Node: node})
 	return true
 }

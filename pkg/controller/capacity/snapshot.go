@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,6 +36,20 @@ type Snapshot struct {
 	// reserved are the Reserve calls of committed placements and replays,
 	// undone by Close.
 	reserved []reservation
+	// lists caches the lister's node lists (all, and with pods that have
+	// affinity, required anti-affinity, and non-hostname anti-affinity)
+	// until a node changes; PreFilter asks for them once per pod.
+	listsMu    sync.Mutex
+	lists      [4][]fwk.NodeInfo
+	listsValid [4]bool
+}
+
+// changed drops the cached node lists: a node's NodeInfo was replaced or
+// changed.
+func (s *Snapshot) changed() {
+	s.listsMu.Lock()
+	s.listsValid = [4]bool{}
+	s.listsMu.Unlock()
 }
 
 // holder is one of Muster's pods holding a node it is not bound to.
@@ -75,6 +90,7 @@ func (s *Snapshot) writable(i int) *schedfw.NodeInfo {
 	if s.overlay == nil {
 		s.overlay = map[int]*schedfw.NodeInfo{}
 	}
+	s.changed()
 	ni := s.infos[i].SnapshotConcrete()
 	s.overlay[i] = ni
 	return ni
@@ -108,10 +124,18 @@ func (n nodeInfoLister) snapshot() (*Snapshot, error) {
 	return n.l.s, nil
 }
 
-func (n nodeInfoLister) list(keep func(*schedfw.NodeInfo) bool) ([]fwk.NodeInfo, error) {
+// list returns the cached list k of the nodes that keep, computing it if a
+// node changed since. Callers only read it.
+func (n nodeInfoLister) list(k int, keep func(*schedfw.NodeInfo) bool) ([]fwk.NodeInfo, error) {
 	s, err := n.snapshot()
 	if err != nil {
 		return nil, err
+	}
+	// Filter plugins run in parallel; any of them may ask.
+	s.listsMu.Lock()
+	defer s.listsMu.Unlock()
+	if s.listsValid[k] {
+		return s.lists[k], nil
 	}
 	out := make([]fwk.NodeInfo, 0, len(s.infos))
 	for i := range s.infos {
@@ -119,23 +143,24 @@ func (n nodeInfoLister) list(keep func(*schedfw.NodeInfo) bool) ([]fwk.NodeInfo,
 			out = append(out, ni)
 		}
 	}
+	s.lists[k], s.listsValid[k] = out, true
 	return out, nil
 }
 
 func (n nodeInfoLister) List() ([]fwk.NodeInfo, error) {
-	return n.list(func(*schedfw.NodeInfo) bool { return true })
+	return n.list(0, func(*schedfw.NodeInfo) bool { return true })
 }
 
 func (n nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	return n.list(func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithAffinity) > 0 })
+	return n.list(1, func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithAffinity) > 0 })
 }
 
 func (n nodeInfoLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	return n.list(func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithRequiredAntiAffinity) > 0 })
+	return n.list(2, func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithRequiredAntiAffinity) > 0 })
 }
 
 func (n nodeInfoLister) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
-	return n.list(func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithRequiredNonHostScopedAntiAffinity) > 0 })
+	return n.list(3, func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithRequiredNonHostScopedAntiAffinity) > 0 })
 }
 
 func (n nodeInfoLister) Get(name string) (fwk.NodeInfo, error) {

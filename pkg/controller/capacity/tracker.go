@@ -37,6 +37,9 @@ type Tracker struct {
 	nodes map[string]*Node
 	// order is the node names, sorted, so that a snapshot needs no sort.
 	order []string
+	// index maps a node name to its place in order; a snapshot shares it,
+	// so it is replaced, never changed, when the set of nodes changes.
+	index map[string]int
 	// infos are the NodeInfos by node name, also of nodes not yet known
 	// that pods are bound to; shared marks those a Snapshot may hold.
 	infos  map[string]*schedfw.NodeInfo
@@ -106,6 +109,7 @@ func (t *Tracker) SetNode(n *corev1.Node) {
 	if _, known := t.nodes[n.Name]; !known {
 		i, _ := slices.BinarySearch(t.order, n.Name)
 		t.order = slices.Insert(t.order, i, n.Name)
+		t.index = nil
 	}
 	t.nodes[n.Name] = node
 	t.writable(n.Name).SetNode(node.Object)
@@ -119,6 +123,7 @@ func (t *Tracker) RemoveNode(name string) {
 	if _, known := t.nodes[name]; known {
 		if i, found := slices.BinarySearch(t.order, name); found {
 			t.order = slices.Delete(t.order, i, i+1)
+			t.index = nil
 		}
 	}
 	delete(t.nodes, name)
@@ -421,16 +426,21 @@ func (t *Tracker) intern(node string) string {
 func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.index == nil {
+		t.index = make(map[string]int, len(t.order))
+		for i, name := range t.order {
+			t.index[name] = i
+		}
+	}
 	s := &Snapshot{
 		filters: filters,
 		Nodes:   make([]*Node, len(t.order)),
 		infos:   make([]*schedfw.NodeInfo, len(t.order)),
-		index:   make(map[string]int, len(t.order)),
+		index:   t.index,
 	}
 	for i, name := range t.order {
 		s.Nodes[i] = t.nodes[name]
 		s.infos[i] = t.infos[name]
-		s.index[name] = i
 		t.shared[name] = true
 	}
 	for _, mp := range t.unbound {
