@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,7 @@ func (a *capacityAdmission) splitUnmodelled(pods []*corev1.Pod) (modelled []*cor
 			continue
 		}
 		free++
-		if len(reasons) < 2 && !strings.Contains(strings.Join(reasons, ";"), r) {
+		if len(reasons) < 2 && !slices.Contains(reasons, r) {
 			reasons = append(reasons, r)
 		}
 	}
