@@ -399,6 +399,25 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			}
 		},
 	}, {
+		// Issue 21, item 6: a pod beyond minCount that did not fit when the
+		// gang was admitted is no part of the decision.
+		name: "a pod the group had at admission that was left out of it (beyond minCount) is not released alone after the admitted gang failed",
+		objs: objects(newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour))), newPod("a", failed), newPod("b", failed), newPod("extra", createdAt(t0.Add(-2*time.Hour)))),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want extra held: the gang of 2 went whole, and 1 pod is not a gang", got)
+			}
+			wantEvents(t, h.events(), "Normal WaitingForGang PodGroup pg has 1 of the 2 pods a release needs (succeeded, running, or gated and ready to go); this pod stays gated until enough pods exist to be released together")
+		},
+	}, {
+		name: "a pod left out of the decision, before the gang was Scheduled, is not released alone either once minCount pods ran and failed",
+		objs: objects(newGroup(2, admittedAt(t0.Add(-time.Hour))), newPod("a", failed), newPod("b", failed), newPod("extra", createdAt(t0.Add(-2*time.Hour)))),
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want extra held", got)
+			}
+		},
+	}, {
 		name: "pods that succeeded count toward the gang: a joiner that arrives as the others succeed is released",
 		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("joiner")),
 		check: func(t *testing.T, h *harness) {

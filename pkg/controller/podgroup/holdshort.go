@@ -28,7 +28,12 @@ import (
 // was admitted, created no later than status.admissionTime, were released
 // by that decision, so for them the pods that ran and failed count too.
 // Else a gang whose released part ended, one pod failing, before the next
-// leader took over would keep its last pods gated for ever.
+// leader took over would keep its last pods gated for ever. A release is
+// cut short only while fewer than minCount pods were released: once
+// minCount were, the gang went whole, and a pod the group had at admission
+// that is still gated was left out of the decision (a pod beyond minCount
+// that did not fit). It is a joiner like any other, never a gang of its own
+// after the admitted pods failed.
 //
 // It returns the pods among ready that it holds, and tells each of them
 // once why.
@@ -40,7 +45,7 @@ func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev
 		return nil
 	}
 	held, waiting := ready, activeGated(v)
-	if decided := admittedWith(pg, ready); len(decided) > 0 &&
+	if decided := admittedWith(pg, ready); len(decided) > 0 && c.releasedSoFar(key, pg, v) < need &&
 		c.gangHas(key, pg, v, decided)+c.finishedSoFar(key, pg, v, resultFailed) >= need {
 		held = slices.DeleteFunc(slices.Clone(ready), func(p *corev1.Pod) bool { return slices.Contains(decided, p) })
 		waiting = held
@@ -96,6 +101,15 @@ func admittedWith(pg *v1alpha1.PodGroup, ready []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return out
+}
+
+// releasedSoFar is how many of the group's pods were released: those that
+// run or wait to be bound without the admission gate, and those that ended.
+// Pods that ended include any replacement that ran and failed, so it may
+// overstate the decision's released part, never understate it: a release
+// is then taken as carried out, and its gated pods wait as joiners.
+func (c *Controller) releasedSoFar(key string, pg *v1alpha1.PodGroup, v *podView) int32 {
+	return v.active - int32(len(activeGated(v))) + c.finishedSoFar(key, pg, v, resultSucceeded) + c.finishedSoFar(key, pg, v, resultFailed)
 }
 
 // finishedSoFar is how many pods of the group have ended with result:
