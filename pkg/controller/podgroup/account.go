@@ -69,12 +69,25 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 			}
 		}
 	}
+	// A recorded pod whose finalizer is off is counted (now, or by the next
+	// write of step 11): its UID is remembered while it exists, so that a
+	// finalizer put back on it is never counted again (refuseRecounts).
+	key := groupKey(pg.Namespace, pg.Name)
+	recorded := slices.Clone(targets)
+	gone := sets.New[types.UID]()
+	defer func() {
+		for _, p := range recorded {
+			if gone.Has(p.UID) {
+				c.counted.expect(key, p.UID)
+			}
+		}
+	}()
 	targets = append(targets, v.released...)
+	targets = append(targets, v.recounted...)
 	// A removal the cache does not show yet is done: patching again would
 	// fail its test, and the pod counts as removed.
-	gone := sets.New[types.UID]()
 	targets = slices.DeleteFunc(targets, func(p *corev1.Pod) bool {
-		if c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
+		if c.expectations.pending(key, p.UID) {
 			gone.Insert(p.UID)
 			return true
 		}
@@ -84,7 +97,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 		return gone, nil
 	}
 	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch, true)
-	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
+	c.expectations.expect(key, done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {
 		// Step 11 still counts the pods whose finalizer did come off.

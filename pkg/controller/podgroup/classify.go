@@ -33,6 +33,10 @@ type podView struct {
 	// untracked are released pods that run or wait to run without the
 	// tracking finalizer: step 9 adopts them (adopt.go).
 	untracked []*corev1.Pod
+	// recounted are finished pods whose tracking finalizer was put back after
+	// they were counted (refuseRecounts): the finalizer comes off again, and
+	// they are not counted twice.
+	recounted []*corev1.Pod
 	// withFinalizer indexes every pod that carries the tracking finalizer.
 	withFinalizer map[types.UID]*corev1.Pod
 	// nextCheck is the soonest time a deleted pod's grace period ends.

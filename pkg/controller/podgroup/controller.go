@@ -62,6 +62,10 @@ type Controller struct {
 	// adopted holds running pods to which the tracking finalizer was added
 	// back (adopt.go), until a sync sees it.
 	adopted *removalExpectations
+	// counted holds the pods whose finalizer was taken off once they were
+	// recorded, while they exist, so that one put back is never counted
+	// again (recount.go).
+	counted *removalExpectations
 	clock   clock.Clock
 
 	mu sync.Mutex
@@ -135,6 +139,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		expectations: newRemovalExpectations(scheduling.HasTrackingFinalizer),
 		ungated:      newRemovalExpectations(scheduling.HasGate),
 		adopted:      newRemovalExpectations(func(p *corev1.Pod) bool { return !scheduling.HasTrackingFinalizer(p) }),
+		counted:      newCountedPods(),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		batchStart:   map[string]time.Time{},

@@ -43,6 +43,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	c.expectations.settle(key, pods)
 	c.ungated.settle(key, pods)
 	c.adopted.settle(key, pods)
+	c.counted.settle(key, pods)
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if err == nil {
@@ -86,6 +87,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	setCounters(next, view)       // step 4
 	c.checkRoles(next, pods, now) // step 4b, roles.go
 	prunePlacements(next, view)
+	c.refuseRecounts(key, next, view)                                // step 5a, recount.go
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
 	admitted := c.admit(next, view, pods, now)                       // step 6
 	markScheduled(next, view, now)                                   // step 7
