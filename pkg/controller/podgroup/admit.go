@@ -34,6 +34,11 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		v.reserveAfter = c.admitter.admitJoiners(key, pg, v, now)
 		return true
 	}
+	if createdFromPods(pg) && v.pods == 0 {
+		c.admitter.withdraw(key)
+		c.setNoPods(pg, v, now) // ttl.go
+		return false
+	}
 	if gates := pg.Spec.SchedulingGates; len(gates) > 0 {
 		c.admitter.withdraw(key)
 		names := make([]string, len(gates))

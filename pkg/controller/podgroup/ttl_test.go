@@ -1,11 +1,13 @@
 package podgroup
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -88,5 +90,93 @@ func TestLastPodSeenIsBounded(t *testing.T) {
 	defer h.c.mu.Unlock()
 	if n := len(h.c.lastPodSeen); n != 0 {
 		t.Errorf("lastPodSeen holds %d entries after the group's last pod went, want 0", n)
+	}
+}
+
+// TestSyncExpireNeverAdmittedCreatedGroups (issue 21, item 5): a group the
+// controller created from pod annotations that was never admitted, and
+// whose pods are all gone, is deleted --created-group-ttl after its last pod
+// went, measured from a condition so that a restart does not reset it. A
+// group with a pod, or one a user created, stays.
+func TestSyncExpireNeverAdmittedCreatedGroups(t *testing.T) {
+	createdFromPods := func(pg *v1alpha1.PodGroup) {
+		pg.Annotations = map[string]string{scheduling.CreatedFromPodAnnotation: "p-0"}
+	}
+	tests := []struct {
+		name       string
+		mods       []groupMod
+		pods       []*corev1.Pod
+		wantReason string
+		// wantDeletedAfter is when, from the first sync, the group is
+		// deleted; 0 when it stays.
+		wantDeletedAfter time.Duration
+	}{
+		{name: "created from pods, never admitted, its pods gone: deleted an hour after they went",
+			mods: []groupMod{createdFromPods}, wantReason: scheduling.ReasonNoPods, wantDeletedAfter: time.Hour},
+		{name: "created from pods, waiting for pods for a day when its last pod went: the hour starts when it went",
+			mods:       []groupMod{createdFromPods, condition(v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, t0.Add(-24*time.Hour))},
+			wantReason: scheduling.ReasonNoPods, wantDeletedAfter: time.Hour},
+		{name: "created from pods, never admitted, with a gated pod: kept",
+			mods: []groupMod{createdFromPods}, pods: []*corev1.Pod{newPod("p-0")}, wantReason: scheduling.ReasonWaitingForPods},
+		{name: "created by a user, never admitted, no pods: kept, waiting for pods",
+			wantReason: scheduling.ReasonWaitingForPods},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, objects(newGroup(2, tc.mods...), tc.pods...)...)
+			next := h.sync()
+			wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, tc.wantReason, "")
+			deleted := func() bool {
+				return slices.ContainsFunc(h.mutations(), func(c string) bool { return strings.HasPrefix(c, "delete podgroups") })
+			}
+			if deleted() {
+				t.Fatalf("deleted at once: calls %v", h.mutations())
+			}
+			if tc.wantDeletedAfter == 0 {
+				if next >= time.Hour {
+					t.Errorf("requeued after %s for a group that stays", next)
+				}
+				h.step(25 * time.Hour)
+				if deleted() {
+					t.Errorf("deleted: calls %v", h.mutations())
+				}
+				return
+			}
+			if next <= 0 || next > tc.wantDeletedAfter {
+				t.Errorf("requeue after %s, want at most %s", next, tc.wantDeletedAfter)
+			}
+			// A restart keeps the wait: a new controller reads it from status.
+			h2 := newHarness(t, nil, h.snapshot()...)
+			h2.clock.SetTime(h.clock.Now())
+			h2.step(tc.wantDeletedAfter - time.Minute)
+			if slices.ContainsFunc(h2.mutations(), func(c string) bool { return strings.HasPrefix(c, "delete podgroups") }) {
+				t.Fatalf("deleted before the TTL: calls %v", h2.mutations())
+			}
+			h2.step(time.Minute)
+			if !slices.ContainsFunc(h2.mutations(), func(c string) bool { return strings.HasPrefix(c, "delete podgroups") }) {
+				t.Fatalf("not deleted once the TTL passed: calls %v", h2.mutations())
+			}
+			if ev := h2.events(); !containsPrefix(ev, "Normal Expired deleted: created from pod annotations, never admitted, its last pod gone 1h0m0s ago") {
+				t.Errorf("events %q, want an Expired event", ev)
+			}
+		})
+	}
+}
+
+// TestNoPodsEndsWhenAPodAppears: a created group waiting out its TTL with
+// no pods waits for pods again, and is kept, once a pod of it appears.
+func TestNoPodsEndsWhenAPodAppears(t *testing.T) {
+	h := newHarness(t, nil, newGroup(2, func(pg *v1alpha1.PodGroup) {
+		pg.Annotations = map[string]string{scheduling.CreatedFromPodAnnotation: "p-0"}
+	}))
+	h.sync()
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonNoPods, "")
+	h.clock.Step(40 * time.Minute)
+	h.addPod(newPod("p-1"))
+	h.step(0)
+	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonWaitingForPods, "")
+	h.step(2 * time.Hour)
+	if slices.ContainsFunc(h.mutations(), func(c string) bool { return strings.HasPrefix(c, "delete podgroups") }) {
+		t.Errorf("deleted with a pod: calls %v", h.mutations())
 	}
 }
