@@ -42,6 +42,8 @@ type Options struct {
 
 	// Controller configures the embedded gang-admission controller.
 	Controller *ControllerOptions
+	// Webhook configures the pod webhook's own listener.
+	Webhook *WebhookOptions
 
 	// embeddedEtcdURL is set by Complete when no --etcd-servers was given.
 	embeddedEtcdURL string
@@ -57,12 +59,10 @@ func NewOptions() *Options {
 		),
 		DataDir:    "muster-data",
 		Controller: NewControllerOptions(),
+		Webhook:    NewWebhookOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
-	// kube-apiserver calls the pod webhook without credentials: its paths
-	// skip authorization (authentication still runs, as anonymous).
-	o.RecommendedOptions.Authorization.AlwaysAllowPaths = append(o.RecommendedOptions.Authorization.AlwaysAllowPaths, webhookPathPrefix+"*")
 	registerAdmission(o.RecommendedOptions.Admission)
 	return o
 }
@@ -78,6 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StandaloneKubeconfig, "standalone-kubeconfig", o.StandaloneKubeconfig,
 		"Where --standalone writes its kubeconfig. Defaults to <data-dir>/kubeconfig.")
 	o.Controller.AddFlags(fs)
+	o.Webhook.AddFlags(fs)
 }
 
 // Complete fills in what the flags left open. flagSet tells which flags the
@@ -103,6 +104,7 @@ func (o *Options) Complete(flagSet *pflag.FlagSet) error {
 // Validate checks the options.
 func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
+	errs = append(errs, o.Webhook.Validate()...)
 	if o.Standalone {
 		errs = append(errs, o.validateStandalone()...)
 	} else {
@@ -146,7 +148,6 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg.OpenAPIV3Config.Info.Title = "Muster"
 	cfg.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
-	cfg.BuildHandlerChainFunc = keepWebhookConnections(cfg.BuildHandlerChainFunc)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 
 	if err := o.RecommendedOptions.ApplyTo(cfg); err != nil {

@@ -5,14 +5,13 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
-
-// webhookPathPrefix is where the pod webhook is served.
-const webhookPathPrefix = "/webhooks/"
 
 // NewCommand returns the muster-apiserver command.
 func NewCommand(ctx context.Context, o *Options) *cobra.Command {
@@ -62,9 +61,14 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	webhook := pods.NewHandler(klog.FromContext(ctx).WithName("webhook"))
-	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(pods.MutatePath, webhook)
-	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(pods.ValidatePath, webhook)
+	if o.Webhook.enabled() {
+		var stop func()
+		ctx, stop, err = o.serveWebhook(ctx, server.GenericAPIServer, cfg.GenericConfig.SecureServing.Cert)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if o.Standalone {
 		klog.FromContext(ctx).Info("Running standalone: loopback only, no delegated authentication, no controller")
 	}
@@ -78,4 +82,45 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("serving: %w", err)
 	}
 	return nil
+}
+
+// serveWebhook starts the pod webhook's own listener, which runs until ctx
+// ends or stop is called; stop returns once it has shut down. The returned
+// context ends too if the listener fails, stopping the server: a replica
+// that cannot serve the webhook must not look healthy.
+func (o *Options) serveWebhook(ctx context.Context, api *genericapiserver.GenericAPIServer, certs dynamiccertificates.CertKeyContentProvider) (context.Context, func(), error) {
+	logger := klog.FromContext(ctx).WithName("webhook")
+	var clientCA dynamiccertificates.CAContentProvider
+	if o.Webhook.ClientCAFile != "" {
+		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("webhook-client-ca", o.Webhook.ClientCAFile)
+		if err != nil {
+			return ctx, nil, fmt.Errorf("loading --webhook-client-ca-file: %w", err)
+		}
+		go ca.Run(ctx, 1)
+		clientCA = ca
+	}
+	l, err := o.Webhook.listen(o.RecommendedOptions.SecureServing.BindAddress)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ws := newWebhookServer(logger, certs, clientCA, pods.NewHandler(logger), defaultWebhookLimits)
+	// Post-start hooks run once the API's port serves: the webhook's
+	// readiness waits for that once, and never again for etcd.
+	if err := api.AddPostStartHook("muster-webhook-ready", func(genericapiserver.PostStartHookContext) error {
+		ws.ready.Store(true)
+		return nil
+	}); err != nil {
+		_ = l.Close()
+		return ctx, nil, fmt.Errorf("adding webhook readiness hook: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		if err := ws.serve(ctx, l); err != nil {
+			logger.Error(err, "Pod webhook stopped; stopping the server")
+		}
+	}()
+	return ctx, func() { cancel(); <-done }, nil
 }

@@ -23,6 +23,11 @@ const (
 	ValidatingWebhookName = "validate.pods.scheduling.muster.dev"
 )
 
+// DefaultPort is the port muster-apiserver serves the webhook on by default
+// (--webhook-port), apart from the API's secure port, and the port of the
+// Service's "webhook" port in the artifacts.
+const DefaultPort = 9443
+
 // timeoutSeconds bounds each call: a pod create waits on the webhook, and
 // with failurePolicy Fail a slow webhook is a failed create.
 const timeoutSeconds = 10

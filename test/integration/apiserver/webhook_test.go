@@ -15,12 +15,14 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// TestPodWebhookIsServed posts AdmissionReviews to the server's webhook paths
-// over TLS, as kube-apiserver does.
+// TestPodWebhookIsServed posts AdmissionReviews to the webhook paths of the
+// server's webhook listener over TLS, as kube-apiserver does.
 func TestPodWebhookIsServed(t *testing.T) {
 	ctx := testContext(t)
 	s := framework.StartServer(t)
-	raw, err := s.RawClient()
+	webhookConfig := *s.Config
+	webhookConfig.Host = s.WebhookURL
+	raw, err := (&framework.Server{Config: &webhookConfig}).RawClient()
 	if err != nil {
 		t.Fatal(err)
 	}

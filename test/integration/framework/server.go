@@ -29,6 +29,9 @@ type Server struct {
 	Client versioned.Interface
 	// Kubeconfig is the path of the kubeconfig the server wrote.
 	Kubeconfig string
+	// WebhookURL is the pod webhook's own listener, https://127.0.0.1:<port>,
+	// served with the same certificate as Config's host.
+	WebhookURL string
 }
 
 // Options tune StartServerWith.
@@ -60,6 +63,10 @@ func StartServerWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("listening: %v", err)
 	}
+	webhookListener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening: %v", err)
+	}
 	dir := opts.DataDir
 	if dir == "" {
 		dir = t.TempDir()
@@ -71,6 +78,7 @@ func StartServerWith(t testing.TB, opts Options) *Server {
 	o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = etcdServers
 	o.RecommendedOptions.SecureServing.Listener = listener
 	o.RecommendedOptions.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+	o.Webhook.Listener = webhookListener
 	// A kubeconfig left by an earlier run names an old port.
 	if err := os.Remove(o.StandaloneKubeconfig); err != nil && !os.IsNotExist(err) {
 		t.Fatalf("removing old kubeconfig: %v", err)
@@ -97,7 +105,7 @@ func StartServerWith(t testing.TB, opts Options) *Server {
 		}
 	})
 
-	s := &Server{Kubeconfig: o.StandaloneKubeconfig}
+	s := &Server{Kubeconfig: o.StandaloneKubeconfig, WebhookURL: "https://" + webhookListener.Addr().String()}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-stopped:

@@ -1,0 +1,258 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/webhook/pods"
+)
+
+// Bounds of the webhook listener. kube-apiserver gives up on a webhook call
+// after its timeoutSeconds (10 s in webhooks.yaml) and sends the whole
+// review at once, so a caller that takes longer than that to send a request
+// is not kube-apiserver, and is cut off.
+const (
+	// WebhookReadHeaderTimeout bounds the TLS handshake and the request
+	// headers of each request.
+	WebhookReadHeaderTimeout = 5 * time.Second
+	// WebhookReadTimeout bounds reading a whole request, body included (per
+	// stream over HTTP/2): a body sent a byte at a time holds its goroutine
+	// no longer than this.
+	WebhookReadTimeout = 10 * time.Second
+	// WebhookWriteTimeout bounds writing the answer, so a caller that never
+	// reads cannot hold its connection.
+	WebhookWriteTimeout = 15 * time.Second
+	// WebhookIdleTimeout closes a kept-alive connection with no request in
+	// flight; kube-apiserver opens a new one when it next calls.
+	WebhookIdleTimeout = 90 * time.Second
+	// WebhookMaxHeaderBytes bounds a request's headers; kube-apiserver's are
+	// a few hundred bytes.
+	WebhookMaxHeaderBytes = 16 << 10
+	// WebhookMaxInFlight bounds the reviews decoded and answered at once.
+	// A slot is taken only once a request's body has been read in full, so
+	// slow callers, whatever their number, never hold one; it bounds the
+	// memory of decoding (each review is at most pods.MaxRequestBytes).
+	WebhookMaxInFlight = 64
+	// WebhookQueueWait is how long a read review waits for a slot before it
+	// is refused with 429.
+	WebhookQueueWait = 2 * time.Second
+)
+
+// webhookServer serves the pod webhook on a listener of its own, outside
+// k8s.io/apiserver's handler chain: kube-apiserver's calls are not queued
+// behind anonymous callers in one priority-and-fairness flow, and do not
+// wait on the API's authentication or etcd.
+type webhookServer struct {
+	logger   klog.Logger
+	certs    dynamiccertificates.CertKeyContentProvider
+	clientCA dynamiccertificates.CAContentProvider
+	webhook  http.Handler
+	limits   webhookLimits
+	slots    chan struct{}
+	// ready is set once the replica serves the API too, so that a new
+	// replica does not join the Service before its API does; it never goes
+	// back, as the webhook needs no storage.
+	ready atomic.Bool
+
+	mu      sync.Mutex
+	certPEM []byte
+	keyPEM  []byte
+	cert    *tls.Certificate
+}
+
+// webhookLimits are the bounds above, as values that tests can shorten.
+type webhookLimits struct {
+	readHeader, read, write, idle, queueWait time.Duration
+	maxInFlight                              int
+}
+
+var defaultWebhookLimits = webhookLimits{
+	readHeader:  WebhookReadHeaderTimeout,
+	read:        WebhookReadTimeout,
+	write:       WebhookWriteTimeout,
+	idle:        WebhookIdleTimeout,
+	queueWait:   WebhookQueueWait,
+	maxInFlight: WebhookMaxInFlight,
+}
+
+func newWebhookServer(logger klog.Logger, certs dynamiccertificates.CertKeyContentProvider, clientCA dynamiccertificates.CAContentProvider, webhook http.Handler, limits webhookLimits) *webhookServer {
+	return &webhookServer{
+		logger:   logger,
+		certs:    certs,
+		clientCA: clientCA,
+		webhook:  webhook,
+		limits:   limits,
+		slots:    make(chan struct{}, limits.maxInFlight),
+	}
+}
+
+// handler routes the webhook paths and the listener's own health checks.
+func (s *webhookServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	hook := s.authenticate(s.bounded(s.webhook))
+	mux.Handle(pods.MutatePath, hook)
+	mux.Handle(pods.ValidatePath, hook)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready: the API is not served yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	return mux
+}
+
+// httpServer builds the server with every bound above.
+func (s *webhookServer) httpServer() *http.Server {
+	tlsConfig := &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: s.certificate,
+	}
+	if s.clientCA != nil {
+		// Asked for, not required, at the TLS layer: the kubelet's probes
+		// of /readyz present none. authenticate checks it on the webhook
+		// paths, against the CA file as it is now.
+		tlsConfig.ClientAuth = tls.RequestClientCert
+	}
+	return &http.Server{
+		Handler:           s.handler(),
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: s.limits.readHeader,
+		ReadTimeout:       s.limits.read,
+		WriteTimeout:      s.limits.write,
+		IdleTimeout:       s.limits.idle,
+		MaxHeaderBytes:    WebhookMaxHeaderBytes,
+		// A refused handshake is the caller's problem, and an attacker's
+		// many would flood the log at the default level.
+		ErrorLog: log.New(verboseWriter{s.logger.V(2)}, "", 0),
+	}
+}
+
+// serve serves l until ctx ends, then shuts down gracefully.
+func (s *webhookServer) serve(ctx context.Context, l net.Listener) error {
+	srv := s.httpServer()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(l, "", "") }()
+	s.logger.Info("Serving the pod webhook", "address", l.Addr().String(), "clientCertificates", s.clientCA != nil)
+	select {
+	case err := <-done:
+		return fmt.Errorf("serving the pod webhook: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), s.limits.write)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return nil
+}
+
+// certificate returns the API's serving certificate as it is now: the
+// generic server reloads it from its files, and the webhook follows.
+func (s *webhookServer) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	certPEM, keyPEM := s.certs.CurrentCertKeyContent()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert != nil && bytes.Equal(certPEM, s.certPEM) && bytes.Equal(keyPEM, s.keyPEM) {
+		return s.cert, nil
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	s.certPEM, s.keyPEM, s.cert = certPEM, keyPEM, &cert
+	return s.cert, nil
+}
+
+// authenticate refuses, before reading a byte of the body, a caller without
+// a client certificate signed by the client CA, when one is configured.
+func (s *webhookServer) authenticate(next http.Handler) http.Handler {
+	if s.clientCA == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.verifyClient(r.TLS); err != nil {
+			s.logger.V(2).Info("Refused a webhook caller", "remote", r.RemoteAddr, "err", err)
+			http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *webhookServer) verifyClient(state *tls.ConnectionState) error {
+	if state == nil || len(state.PeerCertificates) == 0 {
+		return errors.New("a client certificate is required")
+	}
+	opts, ok := s.clientCA.VerifyOptions()
+	if !ok {
+		return errors.New("no client CA is loaded")
+	}
+	opts.Intermediates = x509.NewCertPool()
+	for _, c := range state.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := state.PeerCertificates[0].Verify(opts); err != nil {
+		return fmt.Errorf("verifying the client certificate: %w", err)
+	}
+	return nil
+}
+
+// bounded reads the whole body first, within the listener's read deadline
+// and pods.MaxRequestBytes, and only then takes one of WebhookMaxInFlight
+// slots to decode and answer it.
+func (s *webhookServer) bounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > pods.MaxRequestBytes {
+			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes))
+			if err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					http.Error(w, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, fmt.Sprintf("reading request body: %v", err), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		wait := time.NewTimer(s.limits.queueWait)
+		defer wait.Stop()
+		select {
+		case s.slots <- struct{}{}:
+		case <-wait.C:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many webhook requests in flight", http.StatusTooManyRequests)
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-s.slots }()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// verboseWriter logs the net/http server's own messages at a verbosity.
+type verboseWriter struct{ logger klog.Logger }
+
+func (w verboseWriter) Write(p []byte) (int, error) {
+	w.logger.Info("Webhook listener", "message", string(bytes.TrimSpace(p)))
+	return len(p), nil
+}

@@ -1,0 +1,257 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/test/abuse/attack"
+)
+
+// testCA is a CA that issues client certificates for the tests.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	return &testCA{cert: c, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// client issues a client certificate.
+func (ca *testCA) client(t *testing.T, name string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// echo stands in for the pod webhook: it answers with the body it read.
+var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	_, _ = w.Write(body)
+})
+
+// startWebhookServer serves echo on a loopback port and returns its address
+// and the CA pool that verifies it.
+func startWebhookServer(t *testing.T, clientCA []byte, limits webhookLimits, ready bool) (string, *x509.CertPool) {
+	t.Helper()
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := dynamiccertificates.NewStaticCertKeyContent("serving", certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ca dynamiccertificates.CAContentProvider
+	if clientCA != nil {
+		if ca, err = dynamiccertificates.NewStaticCAContent("client-ca", clientCA); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := newWebhookServer(klog.Background(), certs, ca, echo, limits)
+	ws.ready.Store(ready)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ws.serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done })
+	roots, err := cert.NewPoolFromBytes(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Addr().String(), roots
+}
+
+func post(client *http.Client, addr, path, body string) (int, string, error) {
+	resp, err := client.Post("https://"+addr+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out), nil
+}
+
+// TestWebhookClientCertificates: with a client CA, the webhook paths serve
+// only callers whose certificate it signed; the health checks serve
+// anyone, since the kubelet's probes present no certificate.
+func TestWebhookClientCertificates(t *testing.T) {
+	trusted, other := newTestCA(t, "trusted"), newTestCA(t, "other")
+	tests := []struct {
+		name     string
+		clientCA []byte
+		cert     *tls.Certificate
+		path     string
+		want     int
+	}{
+		{"no client CA: anyone is served", nil, nil, pods.MutatePath, http.StatusOK},
+		{"client CA: no certificate is refused", trusted.pem, nil, pods.MutatePath, http.StatusUnauthorized},
+		{"client CA: another CA's certificate is refused", trusted.pem, ptr(other.client(t, "mallory")), pods.ValidatePath, http.StatusUnauthorized},
+		{"client CA: its own certificate is served", trusted.pem, ptr(trusted.client(t, "kube-apiserver")), pods.MutatePath, http.StatusOK},
+		{"client CA: readyz needs no certificate", trusted.pem, nil, "/readyz", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr, roots := startWebhookServer(t, tt.clientCA, defaultWebhookLimits, true)
+			cfg := &tls.Config{RootCAs: roots}
+			if tt.cert != nil {
+				cfg.Certificates = []tls.Certificate{*tt.cert}
+			}
+			client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+			var code int
+			var err error
+			if tt.path == "/readyz" {
+				var resp *http.Response
+				if resp, err = client.Get("https://" + addr + tt.path); err == nil {
+					code = resp.StatusCode
+					_ = resp.Body.Close()
+				}
+			} else {
+				code, _, err = post(client, addr, tt.path, "{}")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want {
+				t.Errorf("status %d, want %d", code, tt.want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestWebhookReadiness: /readyz on the webhook listener fails until the
+// API serves, and checks nothing else (no etcd).
+func TestWebhookReadiness(t *testing.T) {
+	for _, ready := range []bool{false, true} {
+		t.Run(fmt.Sprint("ready=", ready), func(t *testing.T) {
+			addr, roots := startWebhookServer(t, nil, defaultWebhookLimits, ready)
+			client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+			resp, err := client.Get("https://" + addr + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if got := resp.StatusCode == http.StatusOK; got != ready {
+				t.Errorf("readyz answered %d with ready=%v", resp.StatusCode, ready)
+			}
+		})
+	}
+}
+
+// TestWebhookDeadlines: a caller that sends its headers or its body too
+// slowly is cut off at the listener's deadline, and a body over the cap is
+// refused before it is read.
+func TestWebhookDeadlines(t *testing.T) {
+	limits := defaultWebhookLimits
+	limits.readHeader, limits.read = 300*time.Millisecond, 600*time.Millisecond
+	addr, _ := startWebhookServer(t, nil, limits, true)
+	tests := []struct {
+		name string
+		// send writes the request; it may stall.
+		send   string
+		stall  bool
+		within time.Duration
+		want   string
+	}{
+		{"headers never finished", "POST " + pods.MutatePath + " HTTP/1.1\r\nHost: x\r\n", true, limits.readHeader, ""},
+		{"body never finished", "POST " + pods.MutatePath + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", true, limits.read, "400"},
+		{"body over the cap", fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", pods.MutatePath, pods.MaxRequestBytes+1), true, limits.read, "413"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec // test
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			if _, err := conn.Write([]byte(tt.send)); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			out, _ := io.ReadAll(conn) // until the server closes
+			took := time.Since(start)
+			if took > tt.within+2*time.Second {
+				t.Errorf("the server closed the connection after %v, want about %v", took, tt.within)
+			}
+			if tt.want != "" && !bytes.Contains(out, []byte(" "+tt.want+" ")) {
+				t.Errorf("answer %q, want status %s", out, tt.want)
+			}
+		})
+	}
+}
+
+// TestSlowClientsDoNotStarveTheWebhook holds many more slow connections
+// than the listener has in-flight slots, each dribbling a body, and checks
+// that a caller that sends its review at once is still answered, at once.
+func TestSlowClientsDoNotStarveTheWebhook(t *testing.T) {
+	limits := defaultWebhookLimits
+	limits.maxInFlight = 4
+	addr, roots := startWebhookServer(t, nil, limits, true)
+	stop := attack.SlowWebhookClients(context.Background(), addr, 200, nil)
+	defer stop()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	for i := range 20 {
+		code, body, err := post(client, addr, pods.MutatePath, `{"n":1}`)
+		if err != nil || code != http.StatusOK || body != `{"n":1}` {
+			t.Fatalf("request %d with 200 slow clients: %d %q %v", i, code, body, err)
+		}
+	}
+	stats := stop()
+	if stats.Connections < 200 || stats.DialErrors > 0 {
+		t.Errorf("the slow clients made %d connections (%d failed dials), want at least 200 and none failed", stats.Connections, stats.DialErrors)
+	}
+}
