@@ -53,7 +53,10 @@ func (c *Cluster) registerPolicies(ctx context.Context) error {
 	if err := c.createPolicy(ctx, podgroup.OrderedReadyPolicy(), podgroup.OrderedReadyPolicyBinding()); err != nil {
 		return err
 	}
-	return c.createPolicy(ctx, pods.WritesPolicy(MusterNamespace, MusterService), pods.WritesPolicyBinding())
+	if err := c.createPolicy(ctx, pods.QuotaWritesPolicy(), pods.QuotaWritesPolicyBinding()); err != nil {
+		return err
+	}
+	return c.createPolicy(ctx, pods.WritesPolicy(), pods.WritesPolicyBinding())
 }
 
 // createPolicy creates a ValidatingAdmissionPolicy and its binding, leaving

@@ -7,13 +7,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/test/cluster"
 )
 
 // policyDenial is the start of what kube-apiserver says when policy denies.
@@ -185,10 +189,264 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 		})
 	}
 
-	// Adoption: Muster puts its finalizer back on a running pod that lacks it.
-	bare := createPod(t, ctx, newPod(ns, "untracked", podOpts{}))
+	// Adoption: Muster puts its finalizer back on a labelled pod that has not
+	// ended and lacks it. (Before issue 21 this was an unlabelled pod; Muster
+	// may no longer add its finalizer to a pod it does not manage, which
+	// TestPolicyMusterConfinedToManagedPods checks.)
+	untracked := createPod(t, ctx, newPod(ns, "untracked", podOpts{group: "g"}))
+	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, untracked.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the finalizer as an administrator: %v", err)
+	}
 	adopt := []byte(`{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `"]}}`)
-	if _, err := muster.CoreV1().Pods(ns).Patch(ctx, bare.Name, types.MergePatchType, adopt, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+	if _, err := muster.CoreV1().Pods(ns).Patch(ctx, untracked.Name, types.MergePatchType, adopt, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("Muster adding its finalizer: %v", err)
+	}
+}
+
+// expectDenial fails the test unless err is policy's Forbidden denial of a
+// write to field.
+func expectDenial(t *testing.T, err error, policy, field string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), policyDenial(policy)) {
+		t.Fatalf("got %v, want a denial by %s", err, policy)
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), field+": Forbidden") {
+		t.Errorf("denial %q is not Forbidden on %s", err, field)
+	}
+}
+
+// dryRunPatch patches a pod as client in a dry run.
+func dryRunPatch(client kubernetes.Interface, ns, name string, pt types.PatchType, body string) func(ctx context.Context, _ []string) error {
+	return func(ctx context.Context, _ []string) error {
+		_, err := client.CoreV1().Pods(ns).Patch(ctx, name, pt, []byte(body), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+}
+
+// pinPatch pins a pod without required node affinity to node-0, as the
+// controller's release patch does.
+const pinPatch = `[{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":` +
+	`{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-0"]}]}]}}}}]`
+
+// TestPolicyMusterConfinedToManagedPods (issue 21, item 11): Muster's
+// controller may write only the pods it manages, those with the group
+// label, and on them only its gate, its finalizer and the pin. As Muster's
+// service account, each write below is denied by muster-pod-writes, naming
+// the field, in a namespace Muster does not manage as much as in one it
+// does; taking its finalizer off any pod still passes.
+func TestPolicyMusterConfinedToManagedPods(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	// muster-system: a namespace Muster does not manage, where its webhook
+	// and muster-pod-labels never look, but its writes are confined too.
+	other := cluster.MusterNamespace
+	strange := func(name string, finalizers []string, gates ...string) *corev1.Pod {
+		p := newPod(other, name+"-"+ns, podOpts{})
+		p.Finalizers = finalizers
+		for _, g := range gates {
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
+		}
+		p = createPod(t, ctx, p)
+		t.Cleanup(func() {
+			ctx := context.Background()
+			_, _ = kube.CoreV1().Pods(other).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			_ = kube.CoreV1().Pods(other).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrInt64(0)})
+		})
+		return p
+	}
+	held := strange("held", nil, "example.com/hold")
+	gated := strange("gated", nil, scheduling.AdmissionGate)
+	tracked := strange("tracked", []string{scheduling.TrackingFinalizer}, "example.com/hold")
+	managed := createPod(t, ctx, newPod(ns, "managed", podOpts{group: "g"}))
+	muster := env.ImpersonatingClient(musterUser())
+
+	denied := []struct {
+		name, ns, pod string
+		pt            types.PatchType
+		patch, field  string
+	}{
+		{"its finalizer on an unlabelled pod in another namespace", other, held.Name, types.MergePatchType,
+			`{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `"]}}`, "metadata.finalizers"},
+		{"a pin on a gated pod it does not manage", other, held.Name, types.JSONPatchType, pinPatch,
+			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"},
+		{"its gate off a pod it does not manage", other, gated.Name, types.JSONPatchType,
+			`[{"op":"replace","path":"/spec/schedulingGates","value":[]}]`, "spec.schedulingGates"},
+		{"the active deadline of a pod it manages", ns, managed.Name, types.MergePatchType,
+			`{"spec":{"activeDeadlineSeconds":60}}`, "spec.activeDeadlineSeconds"},
+		{"the tolerations of a pod it manages", ns, managed.Name, types.StrategicMergePatchType,
+			`{"spec":{"tolerations":[{"key":"example.com/x","operator":"Exists"}]}}`, "spec.tolerations"},
+	}
+	for i, tt := range denied {
+		t.Run("denied "+tt.name, func(t *testing.T) {
+			write := dryRunPatch(muster, tt.ns, tt.pod, tt.pt, tt.patch)
+			var err error
+			if i == 0 {
+				err = waitPolicyDenies(t, ctx, pods.WritesPolicyName, write)
+			} else {
+				err = write(ctx, nil)
+			}
+			expectDenial(t, err, pods.WritesPolicyName, tt.field)
+			// An administrator is not confined.
+			if err := dryRunPatch(kube, tt.ns, tt.pod, tt.pt, tt.patch)(ctx, nil); err != nil && strings.Contains(err.Error(), pods.WritesPolicyName) {
+				t.Errorf("the policy denies an administrator too: %v", err)
+			}
+		})
+	}
+	t.Run("allowed its finalizer off a pod it does not manage", func(t *testing.T) {
+		if err := dryRunPatch(muster, other, tracked.Name, types.JSONPatchType, `[{"op":"replace","path":"/metadata/finalizers","value":[]}]`)(ctx, nil); err != nil {
+			t.Errorf("Muster removing its finalizer: %v", err)
+		}
+	})
+}
+
+// TestPolicyConfinementFollowsTheRole (issue 21, item 11): the policies
+// find Muster by the permission its ClusterRole grants, not by a user name,
+// so a service account of another name in another namespace, bound to that
+// role as a renamed install would be, is confined just the same.
+func TestPolicyConfinementFollowsTheRole(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "renamed-muster", Namespace: ns}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-renamed-muster"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.MusterService},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	pod := createPod(t, ctx, newPod(ns, "p", podOpts{group: "g"}))
+	renamed := env.ImpersonatingClient("system:serviceaccount:" + ns + ":" + sa.Name)
+
+	err := waitPolicyDenies(t, ctx, pods.WritesPolicyName, dryRunPatch(renamed, ns, pod.Name, types.MergePatchType, `{"metadata":{"labels":{"team":"x"}}}`))
+	expectDenial(t, err, pods.WritesPolicyName, "metadata.labels")
+	if err := dryRunPatch(renamed, ns, pod.Name, types.JSONPatchType, `[{"op":"replace","path":"/spec/schedulingGates","value":[]}]`)(ctx, nil); err != nil {
+		t.Errorf("the renamed account removing Muster's gate: %v", err)
+	}
+}
+
+// TestPolicyMusterQuotaWritesConfined (issue 21, item 11): Muster's
+// controller may change a ResourceQuota only as its quota admission plugin
+// does, the usage of the PodGroup and Workload counts in the quota's
+// status; the usage of another resource and the hard limits are denied by
+// muster-quota-writes, naming the field.
+func TestPolicyMusterQuotaWritesConfined(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), podGroupCount: resource.MustParse("5")}},
+	}
+	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the resource quota controller to count pods", func(ctx context.Context) (bool, error) {
+		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+		_, counted := q.Status.Used[corev1.ResourcePods]
+		return err == nil && counted, nil
+	})
+	muster := env.ImpersonatingClient(musterUser())
+	// writeStatus changes a fresh copy of the quota's status as Muster, in a
+	// dry run, again while the quota controller's own writes conflict.
+	writeStatus := func(change func(*corev1.ResourceQuota)) func(ctx context.Context, _ []string) error {
+		return func(ctx context.Context, _ []string) error {
+			for {
+				q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				change(q)
+				_, err = muster.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+				if !apierrors.IsConflict(err) || ctx.Err() != nil {
+					return err
+				}
+			}
+		}
+	}
+	set := func(list func(*corev1.ResourceQuota) corev1.ResourceList, name corev1.ResourceName, v string) func(*corev1.ResourceQuota) {
+		// The quota controller has filled both lists (waited for above).
+		return func(q *corev1.ResourceQuota) { list(q)[name] = resource.MustParse(v) }
+	}
+	used := func(q *corev1.ResourceQuota) corev1.ResourceList { return q.Status.Used }
+	hard := func(q *corev1.ResourceQuota) corev1.ResourceList { return q.Status.Hard }
+
+	err := waitPolicyDenies(t, ctx, pods.QuotaWritesPolicyName, writeStatus(set(used, corev1.ResourcePods, "9")))
+	expectDenial(t, err, pods.QuotaWritesPolicyName, "status.used")
+	expectDenial(t, writeStatus(set(hard, podGroupCount, "50"))(ctx, nil), pods.QuotaWritesPolicyName, "status.hard")
+	if err := writeStatus(set(used, podGroupCount, "1"))(ctx, nil); err != nil {
+		t.Errorf("Muster recording the usage of %s: %v", podGroupCount, err)
+	}
+}
+
+// TestPolicyFinalizerNotPutBack (issue 21, item 7): a pod's end is counted
+// once. Nobody, an administrator included, may put the tracking finalizer
+// back on a pod that lost it, and Muster's controller only on a pod that
+// has not ended (adoption); muster-pod-labels denies the rest, naming the
+// field, and the group's count does not move.
+func TestPolicyFinalizerNotPutBack(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	createGroup(t, ctx, ns, "g", 1)
+	done := createPod(t, ctx, newPod(ns, "done", podOpts{group: "g", runFor: "1s"}))
+	waitFor(t, ctx, "the pod to end and be counted", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, done.Name, metav1.GetOptions{})
+		return err == nil && scheduling.IsTerminal(p) && !scheduling.HasTrackingFinalizer(p), nil
+	})
+	waiting := createPod(t, ctx, newPod(ns, "waiting", podOpts{group: "never-created"}))
+	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, waiting.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the finalizer as an administrator: %v", err)
+	}
+	pg, err := getGroup(ctx, ns, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeeded := pg.Status.Succeeded
+	muster := env.ImpersonatingClient(musterUser())
+	putBack := `{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `"]}}`
+
+	denied := []struct {
+		name   string
+		client kubernetes.Interface
+		pod    string
+		policy string
+	}{
+		{"a user, on the pod that ended", kube, done.Name, pods.LabelsPolicyName},
+		{"a user, on a pod that waits", kube, waiting.Name, pods.LabelsPolicyName},
+		{"Muster, on the pod that ended", muster, done.Name, ""},
+	}
+	for i, tt := range denied {
+		t.Run("denied "+tt.name, func(t *testing.T) {
+			write := dryRunPatch(tt.client, ns, tt.pod, types.MergePatchType, putBack)
+			var err error
+			if i == 0 {
+				err = waitPolicyDenies(t, ctx, pods.LabelsPolicyName, write)
+			} else {
+				err = write(ctx, nil)
+			}
+			policy := tt.policy
+			if policy == "" && err != nil && strings.Contains(err.Error(), policyDenial(pods.WritesPolicyName)) {
+				// Both policies deny Muster here; either may answer first.
+				policy = pods.WritesPolicyName
+			} else if policy == "" {
+				policy = pods.LabelsPolicyName
+			}
+			expectDenial(t, err, policy, "metadata.finalizers")
+		})
+	}
+	t.Run("allowed Muster, on a pod that waits", func(t *testing.T) {
+		if err := dryRunPatch(muster, ns, waiting.Name, types.MergePatchType, putBack)(ctx, nil); err != nil {
+			t.Errorf("Muster adopting a pod that waits: %v", err)
+		}
+	})
+	if pg, err := getGroup(ctx, ns, "g"); err != nil {
+		t.Error(err)
+	} else if pg.Status.Succeeded != succeeded {
+		t.Errorf("group g counts %d succeeded pods, want %d as before", pg.Status.Succeeded, succeeded)
 	}
 }

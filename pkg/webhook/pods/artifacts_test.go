@@ -2,14 +2,19 @@ package pods
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/yaml"
 
+	"github.com/muster-dev/muster/pkg/admission/quota"
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 )
 
@@ -65,8 +70,10 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 	want := []any{
 		LabelsPolicy(),
 		PolicyBinding(Config{}, LabelsPolicyName),
-		WritesPolicy("muster-system", "muster-apiserver"),
+		WritesPolicy(),
 		WritesPolicyBinding(),
+		QuotaWritesPolicy(),
+		QuotaWritesPolicyBinding(),
 		podgroup.OrderedReadyPolicy(),
 		podgroup.OrderedReadyPolicyBinding(),
 	}
@@ -115,5 +122,76 @@ func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
 	}
 	if want := PreparePolicyBinding(Config{}); !apiequality.Semantic.DeepEqual(want, &binding) {
 		t.Errorf("binding differs from the builder:\n%s", diff.Diff(want, &binding))
+	}
+}
+
+// TestConfinedPermissionOnlyInMustersRole: the policies find Muster's
+// controller by the permission ConfinedVerb on ConfinedResource, so
+// artifacts/base/rbac.yaml must grant it in Muster's ClusterRole, bound
+// cluster-wide, and in no other role, and no role may grant UngrantedVerb
+// or every verb on it (a holder of every verb is taken for an
+// administrator).
+func TestConfinedPermissionOnlyInMustersRole(t *testing.T) {
+	data, err := os.ReadFile("../../../artifacts/base/rbac.yaml")
+	if err != nil {
+		t.Fatalf("reading artifacts: %v", err)
+	}
+	grants := func(r rbacv1.PolicyRule, verb string) bool {
+		return slices.Contains(r.APIGroups, scheduling.GroupName) && slices.Contains(r.Resources, ConfinedResource) && slices.Contains(r.Verbs, verb)
+	}
+	var holders []string
+	bound := false
+	for i, doc := range strings.Split(string(data), "\n---\n") {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("decoding document %d: %v", i, err)
+		}
+		switch meta.Kind {
+		case "ClusterRole", "Role":
+			var role rbacv1.ClusterRole
+			if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+				t.Fatalf("decoding document %d: %v", i, err)
+			}
+			for _, r := range role.Rules {
+				if grants(r, ConfinedVerb) {
+					holders = append(holders, meta.Kind+"/"+role.Name)
+				}
+				for _, verb := range []string{UngrantedVerb, rbacv1.VerbAll} {
+					if grants(r, verb) {
+						t.Errorf("%s %s grants %q on %s: the policies would not confine its holders", meta.Kind, role.Name, verb, ConfinedResource)
+					}
+				}
+			}
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			if err := yaml.Unmarshal([]byte(doc), &b); err != nil {
+				t.Fatalf("decoding document %d: %v", i, err)
+			}
+			bound = bound || (b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "muster-apiserver")
+		}
+	}
+	if want := []string{"ClusterRole/muster-apiserver"}; !slices.Equal(holders, want) {
+		t.Errorf("roles granting %q on %s: %v, want %v", ConfinedVerb, ConfinedResource, holders, want)
+	}
+	if !bound {
+		t.Error("no ClusterRoleBinding binds ClusterRole muster-apiserver: its permission must hold cluster-wide")
+	}
+}
+
+// TestQuotaPolicyNamesWhatThePluginCounts: muster-quota-writes lets Muster
+// change the usage of exactly the resources its quota admission plugin
+// counts; a kind counted without being named here would have every usage
+// write of it denied.
+func TestQuotaPolicyNamesWhatThePluginCounts(t *testing.T) {
+	candidates := append(CountedQuotaResources(), corev1.ResourcePods, corev1.ResourceCPU, "count/pods", "podgroups.scheduling.muster.dev",
+		"count/widgets.scheduling.muster.dev", "count/jobs.batch")
+	var counted []corev1.ResourceName
+	for _, e := range quota.Configuration(nil).Evaluators() {
+		counted = append(counted, e.MatchingResources(candidates)...)
+	}
+	slices.Sort(counted)
+	want := slices.Sorted(slices.Values(CountedQuotaResources()))
+	if !slices.Equal(counted, want) {
+		t.Errorf("the quota plugin counts %v; the policy names %v", counted, want)
 	}
 }

@@ -14,9 +14,13 @@ import (
 // zero or one element: [] when it, or any field on the way, is absent. Two of
 // them compare equal exactly when the field is unchanged, absence included.
 // path is dotted from the root, such as "spec.affinity.podAffinity"; its
-// first element must always be present (metadata, spec).
+// first element must always be present (metadata, spec) unless it is the
+// whole path.
 func celOpt(root, path string) string {
 	parts := strings.Split(path, ".")
+	if len(parts) == 1 {
+		return fmt.Sprintf("(has(%[1]s.%[2]s) ? [%[1]s.%[2]s] : [])", root, path)
+	}
 	var guards []string
 	for i := 1; i < len(parts); i++ {
 		guards = append(guards, fmt.Sprintf("has(%s.%s)", root, strings.Join(parts[:i+1], ".")))

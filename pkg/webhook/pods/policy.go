@@ -30,7 +30,9 @@ const (
 // of a pod with the group label (updates through pods and pods/status
 // alike), what the validating webhook enforces: the group label names a
 // PodGroup, the group and managed labels are immutable, and Muster's
-// annotations are well formed when they change. Values that did not change
+// annotations are well formed when they change. Beyond the webhook, it lets
+// no one but Muster's controller put the tracking finalizer back on an
+// existing pod, and the controller only on a pod that has not ended. Values that did not change
 // are not checked again, so a pod stored before the rules existed stays
 // updatable. Only the role label and annotations, which CEL cannot parse,
 // are left to the webhook (RolesExpression).
@@ -48,6 +50,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "newTemplate", Expression: celKeyOpt("object", annotations, scheduling.TemplateAnnotation)},
 		{Name: "oldTemplate", Expression: celKeyOpt("oldObject", annotations, scheduling.TemplateAnnotation)},
 		{Name: "workloadRefChanged", Expression: "variables.newWorkload != variables.oldWorkload || variables.newTemplate != variables.oldTemplate"},
+		{Name: "finalizerAdded", Expression: fmt.Sprintf("oldObject != null && !(%s) && %s", celHasFinalizer("oldObject"), celHasFinalizer("object"))},
 	}
 	validations := []admissionregistrationv1.Validation{
 		{
@@ -86,6 +89,17 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				celString(fmt.Sprintf("metadata.annotations[%s]: Required value: must be set when %s is set", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)),
 				celString(fmt.Sprintf("metadata.annotations[%s]: Required value: must be set when %s is set", scheduling.TemplateAnnotation, scheduling.WorkloadAnnotation))),
 			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
+		// The controller counts the end of every pod that carries the
+		// tracking finalizer and then takes it off; a finalizer put back on
+		// an ended pod would have it counted again (issue 21, item 7). On
+		// create the webhook or muster-pod-prepare adds it; on update only
+		// Muster's controller may, adopting a pod that has not ended.
+		{
+			Expression: fmt.Sprintf("!variables.finalizerAdded || (%s && !(%s))", celIsMuster(), celEnded("oldObject")),
+			Message: fmt.Sprintf("metadata.finalizers: Forbidden: the finalizer %s cannot be added to an existing pod: Muster adds it when the pod is created, "+
+				"and only %s puts it back, on a pod that has not ended; a pod's end is counted once", scheduling.TrackingFinalizer, musterWho),
+			Reason: ptr.To(metav1.StatusReasonForbidden),
 		},
 	}
 	p := podUpdatePolicy(LabelsPolicyName, vars, validations)

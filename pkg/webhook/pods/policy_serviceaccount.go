@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -13,22 +13,79 @@ import (
 
 // WritesPolicyName names the ValidatingAdmissionPolicy, and its binding, that
 // confine Muster's own pod writes. RBAC can only grant "patch pods"; this
-// policy narrows that grant to what the controller does.
+// policy narrows that grant to what the controller does, and to the pods it
+// manages.
 const WritesPolicyName = "muster-pod-writes"
 
-// WritesPolicy returns the policy that lets the service account
-// namespace/name change a pod only as the controller does:
-//   - remove the tracking finalizer, or add it back (adoption);
-//   - remove the admission gate;
-//   - pin the pod to a node: add a metadata.name In [node] requirement to the
-//     terms of its required node affinity (pkg/controller/scheduling.PinRequirement).
+// The policies find Muster by a permission, not by its user name: a
+// namespace or service account renamed by an operator would silently stop a
+// name from matching, and the confinement with it. Muster's ClusterRole
+// (artifacts/base/rbac.yaml) grants ConfinedVerb on ConfinedResource in
+// scheduling.muster.dev, a resource the API does not serve, so the grant
+// means nothing but "confine this requester"; it moves with the role's
+// binding wherever the account lives.
 //
-// Anything else the account changes is denied, and so is every write of
-// pods/status, which the controller never makes. The rules compare only the
-// fields an update of a pod may change at all (kube-apiserver's own
-// validation refuses the rest).
-func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	user := serviceaccount.MakeUsername(namespace, name)
+// A requester granted every verb (cluster-admin, system:masters) holds that
+// permission too, through the wildcard. It also holds UngrantedVerb, which
+// no role names, and that tells the two apart: Muster holds the one and not
+// the other. Only a cluster-wide grant counts, since the check names no
+// namespace.
+const (
+	// ConfinedResource is the virtual resource whose ConfinedVerb marks
+	// Muster's controller.
+	ConfinedResource = "controller"
+	// ConfinedVerb is the verb on ConfinedResource that only Muster's
+	// ClusterRole grants.
+	ConfinedVerb = "confine"
+	// UngrantedVerb is a verb on ConfinedResource that no role grants: a
+	// requester that holds it holds every verb, and is not Muster.
+	UngrantedVerb = "never-granted"
+)
+
+// celIsMuster holds for a request made by Muster's controller. It needs the
+// authorizer variable, which policies offer in match conditions, variables
+// and validations (Kubernetes 1.30 included), not in message expressions.
+func celIsMuster() string {
+	check := func(verb string) string {
+		return fmt.Sprintf("authorizer.group(%s).resource(%s).check(%s).allowed()",
+			celString(scheduling.GroupName), celString(ConfinedResource), celString(verb))
+	}
+	// The second check runs only for the few requesters that pass the first.
+	return check(ConfinedVerb) + " && !" + check(UngrantedVerb)
+}
+
+// musterWho names Muster's controller in denials, by the permission the
+// policies find it by.
+var musterWho = fmt.Sprintf("Muster's controller (granted %q on %s.%s)", ConfinedVerb, ConfinedResource, scheduling.GroupName)
+
+// celEnded holds when the pod at root (oldObject) has ended, as
+// scheduling.IsTerminal says.
+func celEnded(root string) string {
+	return fmt.Sprintf("has(%[1]s.status) && has(%[1]s.status.phase) && %[1]s.status.phase in [%[2]s, %[3]s]",
+		root, celString(string(corev1.PodSucceeded)), celString(string(corev1.PodFailed)))
+}
+
+// celHasFinalizer holds when the pod at root carries the tracking finalizer.
+func celHasFinalizer(root string) string {
+	return fmt.Sprintf("%s.exists(f, f == %s)", celList(root, "metadata.finalizers"), celString(scheduling.TrackingFinalizer))
+}
+
+// WritesPolicy returns the policy that lets Muster's controller change a pod
+// only as the controller does, and only a pod it manages:
+//   - remove the tracking finalizer, from any pod (the controller takes it
+//     off ended or deleted pods wherever they live);
+//   - add it back (adoption, pkg/controller/podgroup/adopt.go) only to a
+//     pod with the group label that has not ended;
+//   - remove the admission gate, only from a pod with the group label;
+//   - pin such a pod, while it carries the gate, to a node: add a
+//     metadata.name In [node] requirement to the terms of its required node
+//     affinity (scheduling.PinRequirement).
+//
+// Anything else it changes is denied, and so is every write of pods/status,
+// which the controller never makes. The rules compare only the fields an
+// update of a pod may change at all (kube-apiserver's own validation refuses
+// the rest).
+func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	pin := scheduling.PinRequirement("")
 	isPin := fmt.Sprintf("r.key == %s && r.operator == %s && has(r.values) && r.values.size() == 1",
 		celString(pin.Key), celString(string(pin.Operator)))
@@ -38,9 +95,21 @@ func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdm
 		guard := fmt.Sprintf("has(%[1]s.spec.affinity) && has(%[1]s.spec.affinity.nodeAffinity) && has(%[1]s.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution)", root)
 		return fmt.Sprintf("(%s ? %s.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms : [])", guard, root)
 	}
+	finalizers := func(root string) string {
+		return fmt.Sprintf("%s.filter(f, f != %s)", celList(root, "metadata.finalizers"), celString(scheduling.TrackingFinalizer))
+	}
+	gates := func(root string) string {
+		return fmt.Sprintf("%s.map(g, g.name)", celList(root, "spec.schedulingGates"))
+	}
 	vars := []admissionregistrationv1.Variable{
 		{Name: "newTerms", Expression: terms("object")},
 		{Name: "oldTerms", Expression: terms("oldObject")},
+		// A pod Muster manages carries its group label; the label cannot
+		// change once the pod exists (muster-pod-labels), so the old pod's
+		// label is the new one's.
+		{Name: "managed", Expression: fmt.Sprintf("has(oldObject.metadata.labels) && %s in oldObject.metadata.labels", celString(scheduling.PodGroupLabel))},
+		{Name: "gated", Expression: fmt.Sprintf("%s.exists(n, n == %s)", gates("oldObject"), celString(scheduling.AdmissionGate))},
+		{Name: "gatesChanged", Expression: gates("object") + " != " + gates("oldObject")},
 	}
 	exprs := func(v string) string {
 		return fmt.Sprintf("variables.%s.map(t, %s)", v, celList("t", "matchExpressions"))
@@ -51,20 +120,20 @@ func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdm
 	deny := func(expr, fieldPath, msg string) admissionregistrationv1.Validation {
 		return admissionregistrationv1.Validation{
 			Expression: expr,
-			Message: fmt.Sprintf("%s: Forbidden: %s may only remove or add the finalizer %s, remove the scheduling gate %s and pin a gated pod to a node; %s",
-				fieldPath, user, scheduling.TrackingFinalizer, scheduling.AdmissionGate, msg),
+			Message: fmt.Sprintf("%s: Forbidden: %s may only remove its finalizer %s, add it to a pod with the label %s that has not ended, "+
+				"and remove its scheduling gate %s from such a pod and pin it to a node; %s",
+				fieldPath, musterWho, scheduling.TrackingFinalizer, scheduling.PodGroupLabel, scheduling.AdmissionGate, msg),
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		}
 	}
 	unchanged := func(path string) admissionregistrationv1.Validation {
 		return deny(celUnchanged(path), path, "it may not change this field")
 	}
-	finalizers := func(root string) string {
-		return fmt.Sprintf("%s.filter(f, f != %s)", celList(root, "metadata.finalizers"), celString(scheduling.TrackingFinalizer))
-	}
-	gates := func(root string) string {
-		return fmt.Sprintf("%s.map(g, g.name)", celList(root, "spec.schedulingGates"))
-	}
+	termsRule := fmt.Sprintf("%s == %s && %s == %s", exprs("newTerms"), exprs("oldTerms"), unpinned("newTerms"), unpinned("oldTerms"))
+	// Where the pod had no required terms, the pin adds one term that holds
+	// the pin alone.
+	newPinTerm := fmt.Sprintf("variables.oldTerms.size() == 0 && %s.all(l, l.size() == 0) && %s.all(l, l.size() == 0)", exprs("newTerms"), unpinned("newTerms"))
+	affinity := "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
 	validations := []admissionregistrationv1.Validation{
 		// RBAC grants no pods/status either; this holds if a role ever does.
@@ -73,8 +142,14 @@ func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdm
 		unchanged("metadata.annotations"),
 		unchanged("metadata.ownerReferences"),
 		deny(finalizers("object")+" == "+finalizers("oldObject"), "metadata.finalizers", "it may not change another finalizer"),
-		deny(fmt.Sprintf("%[1]s == %[2]s || %[1]s == %[2]s.filter(n, n != %[3]s)", gates("object"), gates("oldObject"), celString(scheduling.AdmissionGate)),
+		// A finalizer put on a pod Muster does not manage would hold it
+		// for ever; one put on an ended pod would count it again.
+		deny(fmt.Sprintf("%s || !(%s) || (variables.managed && !(%s))", celHasFinalizer("oldObject"), celHasFinalizer("object"), celEnded("oldObject")),
+			"metadata.finalizers", fmt.Sprintf("it may add its finalizer only to a pod with the label %s that has not ended", scheduling.PodGroupLabel)),
+		deny(fmt.Sprintf("!variables.gatesChanged || %s == %s.filter(n, n != %s)", gates("object"), gates("oldObject"), celString(scheduling.AdmissionGate)),
 			"spec.schedulingGates", "it may only remove its own gate"),
+		deny("!variables.gatesChanged || variables.managed", "spec.schedulingGates",
+			fmt.Sprintf("it may remove its gate only from a pod with the label %s", scheduling.PodGroupLabel)),
 		unchanged("spec.containers"),
 		unchanged("spec.initContainers"),
 		unchanged("spec.activeDeadlineSeconds"),
@@ -83,18 +158,13 @@ func WritesPolicy(namespace, name string) *admissionregistrationv1.ValidatingAdm
 		unchanged("spec.affinity.podAffinity"),
 		unchanged("spec.affinity.podAntiAffinity"),
 		unchanged("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
-		// Where the pod had no required terms, the pin adds one term that
-		// holds the pin alone.
-		deny(fmt.Sprintf("(%[1]s == %[2]s && %[3]s == %[4]s) || (variables.oldTerms.size() == 0 && %[1]s.all(l, l.size() == 0) && %[3]s.all(l, l.size() == 0))",
-			exprs("newTerms"), exprs("oldTerms"), unpinned("newTerms"), unpinned("oldTerms")),
-			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+		deny(fmt.Sprintf("(%s) || (%s)", termsRule, newPinTerm), affinity,
 			fmt.Sprintf("it may only add a %s In [node] requirement to the terms", pin.Key)),
+		deny(fmt.Sprintf("(%s) || (variables.managed && variables.gated)", termsRule), affinity,
+			fmt.Sprintf("it may pin only a pod with the label %s that carries its gate %s", scheduling.PodGroupLabel, scheduling.AdmissionGate)),
 	}
 	p := podUpdatePolicy(WritesPolicyName, vars, validations)
-	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{
-		Name:       "muster-service-account",
-		Expression: "request.userInfo.username == " + celString(user),
-	}}
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "muster-controller", Expression: celIsMuster()}}
 	return p
 }
 
