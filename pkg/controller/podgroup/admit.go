@@ -30,13 +30,26 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		c.admitter.withdraw(key)
 		return false
 	}
+	// A status write refused for good holds admission back for a while
+	// (statusrejected.go); decisions already recorded are carried out.
+	holding := c.rejections.holding(key, pg.Generation, now)
 	if isAdmitted(pg) {
+		if holding > 0 {
+			c.admitter.withdraw(key)
+			v.reserveAfter = holding
+			return true
+		}
 		v.reserveAfter = c.admitter.admitJoiners(key, pg, v, now)
 		return true
 	}
 	if createdFromPods(pg) && v.pods == 0 {
 		c.admitter.withdraw(key)
 		c.setNoPods(pg, v, now) // ttl.go
+		return false
+	}
+	if !c.checkMinCount(pg, v, now) || holding > 0 {
+		c.admitter.withdraw(key)
+		v.reserveAfter = holding
 		return false
 	}
 	if gates := pg.Spec.SchedulingGates; len(gates) > 0 {

@@ -66,7 +66,11 @@ type Controller struct {
 	// recorded, while they exist, so that one put back is never counted
 	// again (recount.go).
 	counted *removalExpectations
-	clock   clock.Clock
+	// rejections holds the groups whose status write the API refused for
+	// good, so that admission does not decide the same again at once
+	// (statusrejected.go).
+	rejections *rejections
+	clock      clock.Clock
 
 	mu sync.Mutex
 	// lastPodSeen is when the newest pod of a group was first seen, for the
@@ -140,6 +144,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		ungated:      newRemovalExpectations(scheduling.HasGate),
 		adopted:      newRemovalExpectations(func(p *corev1.Pod) bool { return !scheduling.HasTrackingFinalizer(p) }),
 		counted:      newCountedPods(),
+		rejections:   newRejections(),
 		clock:        clock.RealClock{},
 		lastPodSeen:  map[string]time.Time{},
 		batchStart:   map[string]time.Time{},

@@ -50,6 +50,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		pg = c.written.fresh(key, pg)
 	}
 	if apierrors.IsNotFound(err) {
+		c.rejections.forget(key)
 		if !c.managedNamespace(namespace) {
 			return 0, c.releaseUnmanaged(ctx, key, pods)
 		}
@@ -97,12 +98,21 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// says when to flush it.
 	stored, _, wrote, err := c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
+		var retryAfter time.Duration
+		if refusedForGood(err) {
+			// Step 8b: the same write would be refused for ever; give up its
+			// decision instead of retrying it (statusrejected.go).
+			retryAfter, err = c.giveUpStatus(ctx, key, pg, err, now)
+		}
 		// Nothing this sync decided may act, but releasing the pods whose end
 		// the stored status already records, and deleted pods that never
 		// ran, waits on no decision: step 10 still runs, from the status as
 		// stored. The error sends the group back to the queue.
 		_, removeErr := c.removeFinalizers(ctx, pg, view)
-		return 0, errors.Join(err, removeErr)
+		return retryAfter, errors.Join(err, removeErr)
+	}
+	if wrote && isAdmitted(stored) && !isAdmitted(pg) {
+		c.rejections.forget(key)
 	}
 	pg = stored
 	if wrote {

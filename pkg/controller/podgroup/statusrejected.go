@@ -1,0 +1,169 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+const (
+	// statusRejectedBackoff is how long a group whose status write the API
+	// refused for good waits before admission decides for it again, unless
+	// its spec changes first. The same decision on the same pods would be
+	// refused again, so retrying at once would be a hot loop of admission
+	// cycles and refused writes; 30s lets a cluster that changed (pods
+	// deleted, capacity elsewhere) give a different decision soon.
+	statusRejectedBackoff = 30 * time.Second
+	// maxStatusRejectedBackoff caps the doubling of statusRejectedBackoff
+	// for a group refused again and again: 10m, as the workqueue's own
+	// per-item backoff is of the same order, and a change of spec ends the
+	// wait at once anyway.
+	maxStatusRejectedBackoff = 10 * time.Minute
+)
+
+// refusedForGood reports whether a write failed in a way that writing the
+// same object again can never fix: the API's validation refused it
+// (Invalid, 422), or it is too large for the request (413) or for storage
+// (etcd's "request is too large", which the API server reports as an
+// internal error).
+func refusedForGood(err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "request is too large") || strings.Contains(msg, "trying to send message larger than max")
+}
+
+// rejection is what is remembered of a group whose status write was
+// refused for good: admission does not decide for it again before until,
+// nor while its spec is at generation.
+type rejection struct {
+	generation int64
+	until      time.Time
+	backoff    time.Duration
+	msg        string
+}
+
+// rejections remembers, per group, the last status write refused for good.
+// An entry goes when the group's spec changes, when the group is gone, or
+// when a later write admits it, so it holds at most one entry per group.
+type rejections struct {
+	mu sync.Mutex
+	m  map[string]rejection
+}
+
+func newRejections() *rejections { return &rejections{m: map[string]rejection{}} }
+
+// add records a refusal at now and returns the backoff it starts: doubled
+// from the last one while the spec is unchanged.
+func (r *rejections) add(key string, generation int64, msg string, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	backoff := statusRejectedBackoff
+	if old, ok := r.m[key]; ok && old.generation == generation {
+		backoff = min(2*old.backoff, maxStatusRejectedBackoff)
+	}
+	r.m[key] = rejection{generation: generation, until: now.Add(backoff), backoff: backoff, msg: msg}
+	return backoff
+}
+
+// holding reports how long admission still waits for the group at
+// generation, 0 if it may decide now. A new generation ends the wait.
+func (r *rejections) holding(key string, generation int64, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, ok := r.m[key]
+	if !ok {
+		return 0
+	}
+	if old.generation != generation {
+		delete(r.m, key)
+		return 0
+	}
+	return max(old.until.Sub(now), 0)
+}
+
+// forget drops the group's entry.
+func (r *rejections) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, key)
+}
+
+// rejectedMessage names what the API refused, field by field where it says.
+func rejectedMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil && len(d.Causes) > 0 {
+			parts := make([]string, 0, len(d.Causes))
+			for _, c := range d.Causes {
+				parts = append(parts, fmt.Sprintf("%s: %s", c.Field, c.Message))
+			}
+			return strings.Join(parts, "; ")
+		}
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// giveUpStatus is step 8's answer to a status write refused for good
+// (issue 21, item 3): writing the same decision again would be refused
+// again, for ever, while the capacity assumed for it stayed held. So the
+// decision is dropped with its assumed capacity (admitter.drop), admission
+// waits for the group (rejections, with backoff, or until its spec
+// changes), and a minimal write of the stored status says why: a group not
+// admitted gets Admitted=False/StatusRejected naming the refused field; an
+// admitted one keeps its condition, since admission cannot be undone, and
+// only the Warning event says it. It returns when to look again.
+func (c *Controller) giveUpStatus(ctx context.Context, key string, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
+	c.admitter.drop(key)
+	what := rejectedMessage(writeErr)
+	backoff := c.rejections.add(key, pg.Generation, what, now)
+	msg := truncate(fmt.Sprintf("the API refused this group's status write for good: %s; the decision it carried and the capacity assumed for it were given back, and admission decides again in %s or once the spec changes", what, backoff))
+	klog.FromContext(ctx).Info("Status write refused for good; gave up its decision", "err", writeErr, "backoff", backoff)
+	minimal := pg.DeepCopy()
+	v := &podView{}
+	if !isAdmitted(minimal) {
+		c.setNotAdmitted(minimal, v, scheduling.ReasonStatusRejected, msg, corev1.EventTypeWarning, scheduling.EventStatusRejected, now)
+	}
+	if _, _, wrote, err := c.writeStatus(ctx, key, pg, minimal, now); err != nil {
+		return 0, errors.Join(writeErr, fmt.Errorf("recording that the status write was refused: %w", err))
+	} else if wrote {
+		v.written()
+	}
+	if isAdmitted(minimal) {
+		c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventStatusRejected, msg)
+	}
+	return backoff, nil
+}
+
+// checkMinCount is step 6's bound on a gang (issue 21, item 3): a gang of
+// more than MaxGangMinCount pods could never be admitted, since its
+// placements would not fit in status.placements. Such a group gets
+// Admitted=False/MinCountTooLarge naming the field and the rule, in both
+// admission modes, instead of a decision whose status write is refused.
+func (c *Controller) checkMinCount(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
+	n := minCount(pg)
+	if n <= scheduling.MaxGangMinCount {
+		return true
+	}
+	err := field.Invalid(field.NewPath("spec", "schedulingPolicy", "gang", "minCount"), n,
+		fmt.Sprintf("must be at most %d (MaxGangMinCount): a gang is admitted with its placements recorded in status.placements, which holds at most %d; lower minCount (or the pods' %s annotation) to admit it",
+			scheduling.MaxGangMinCount, scheduling.MaxPlacements, scheduling.MinCountAnnotation))
+	c.setNotAdmitted(pg, v, scheduling.ReasonMinCountTooLarge, err.Error(), corev1.EventTypeWarning, scheduling.EventWaiting, now)
+	return false
+}
