@@ -24,8 +24,9 @@ func newCountedPods() *removalExpectations {
 // the tracking finalizer is counted only if its finalizer was never taken
 // off. Muster adds the finalizer only to a pod that has not ended (the
 // webhook at creation, the patches that release or adopt a running pod), so
-// one that shows it again after its count was put back by someone else, and
-// counting it would forge the group's counts. Such a pod is:
+// a finished pod that shows it again after Muster took it off was given it
+// by someone else, and counting it would forge the group's counts. Such a
+// pod is:
 //   - any finished pod of a finished group: the group finished only with
 //     every finished pod counted (accountingDone) and no pod active, and a
 //     finished group releases and adopts nobody, so no pod of it can end
