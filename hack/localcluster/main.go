@@ -131,7 +131,8 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	kubectl := filepath.Join(opts.BinDir, cluster.KubectlBinary)
 	fmt.Printf("\nlocal cluster is up after %s: kube-apiserver %s (Kubernetes v%s), %d kwok nodes\n", took.Round(time.Second), c.APIServerURL, c.KubeVersion, opts.Nodes)
 	if c.MusterURL != "" {
-		fmt.Printf("muster-apiserver %s, registered as APIService %s\n", c.MusterURL, cluster.MusterAPIServiceName)
+		fmt.Printf("muster-apiserver %s, registered as APIService %s; its pod webhook at %s, called with a client certificate\n",
+			c.MusterURL, cluster.MusterAPIServiceName, c.MusterWebhookURL)
 	}
 	if opts.JobSet {
 		fmt.Printf("jobset controller (sigs.k8s.io/jobset), serving JobSets (jobset.x-k8s.io/v1alpha2)\n")

@@ -29,6 +29,9 @@ const (
 	// FrontProxyClientName is the CN of the client certificate kube-apiserver
 	// presents to aggregated API servers.
 	FrontProxyClientName = "front-proxy-client"
+	// WebhookClientName is the CN of the client certificate kube-apiserver
+	// presents to Muster's webhook listener.
+	WebhookClientName = "kube-apiserver-webhook-client"
 	// MusterNamespace is where Muster's Service and identity live.
 	MusterNamespace = "muster-system"
 	// MusterService is the Service the APIService points at. The aggregator
@@ -51,6 +54,11 @@ type pkiFiles struct {
 	ServiceAccountPub                 string
 	MusterServingCert, MusterServKey  string
 	MusterClientCert, MusterClientKey string
+	// WebhookClientCACert signs WebhookClientCert alone: Muster's
+	// --webhook-client-ca-file, so that no other certificate of the
+	// cluster is served by the webhook.
+	WebhookClientCACert                 string
+	WebhookClientCert, WebhookClientKey string
 }
 
 // authority is a CA that can sign leaf certificates.
@@ -87,6 +95,8 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		ServiceAccountKey: p("sa.key"), ServiceAccountPub: p("sa.pub"),
 		MusterServingCert: p("muster-serving.crt"), MusterServKey: p("muster-serving.key"),
 		MusterClientCert: p("muster-client.crt"), MusterClientKey: p("muster-client.key"),
+		WebhookClientCACert: p("webhook-client-ca.crt"),
+		WebhookClientCert:   p("webhook-client.crt"), WebhookClientKey: p("webhook-client.key"),
 	}
 
 	ca, err := newAuthority("muster-local-ca", files.CACert, files.CAKey)
@@ -94,6 +104,11 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		return nil, err
 	}
 	frontProxyCA, err := newAuthority("muster-local-front-proxy-ca", files.FrontProxyCACert, "")
+	if err != nil {
+		return nil, err
+	}
+
+	webhookClientCA, err := newAuthority("muster-local-webhook-client-ca", files.WebhookClientCACert, "")
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +143,9 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		{ca, leaf{commonName: serviceAccountUser(MusterNamespace, MusterService), usages: client,
 			organization: []string{"system:serviceaccounts", "system:serviceaccounts:" + MusterNamespace}},
 			files.MusterClientCert, files.MusterClientKey},
+		// kube-apiserver presents it to Muster's webhook (admission.go).
+		{webhookClientCA, leaf{commonName: WebhookClientName, usages: client},
+			files.WebhookClientCert, files.WebhookClientKey},
 	}
 	for _, is := range issues {
 		if err := is.ca.issue(is.spec, is.cert, is.key); err != nil {

@@ -39,8 +39,17 @@ type Cluster struct {
 	// MusterURL is Muster's own https://127.0.0.1:<port>, empty when Muster
 	// is not run.
 	MusterURL string
+	// MusterWebhookURL is Muster's webhook listener (--webhook-port), which
+	// the webhook configurations point at.
+	MusterWebhookURL string
 
-	musterPort int
+	musterPort        int
+	musterWebhookPort int
+	// webhookURLs maps each Muster process's API URL to its webhook
+	// listener's, for PointWebhooksAt.
+	webhookURLs map[string]string
+	// admissionConfig is kube-apiserver's --admission-control-config-file.
+	admissionConfig string
 	// webhookValidatesUpdates is set on clusters that do not serve
 	// ValidatingAdmissionPolicy: the validating webhook then checks pod
 	// updates in the policy's place.
@@ -53,7 +62,9 @@ type Cluster struct {
 	components map[string]*component
 	replicas   []*musterReplica
 	proxy      *serviceProxy
-	stopOnce   sync.Once
+	// webhookProxy is in front of the replicas' webhook ports.
+	webhookProxy *serviceProxy
+	stopOnce     sync.Once
 }
 
 // Start brings up a cluster and returns once every component is ready: the
@@ -138,6 +149,9 @@ func (c *Cluster) Stop() {
 		c.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
+		}
+		if c.webhookProxy != nil {
+			c.webhookProxy.close()
 		}
 		if c.proxy != nil {
 			c.proxy.close()

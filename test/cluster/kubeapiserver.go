@@ -50,6 +50,9 @@ func (c *Cluster) kubeAPIServerArgs(port int) []string {
 		// reaches a Muster listening on loopback.
 		"--enable-aggregator-routing=false",
 		"--allow-privileged=true",
+		// Webhook calls present a client certificate to Muster's webhook
+		// listener, which serves only callers that do (admission.go).
+		"--admission-control-config-file=" + c.admissionConfig,
 	}
 	args = append(args, apiServerFlagsFor(c.KubeVersion)...)
 	return append(args, c.opts.APIServerArgs...)
@@ -63,6 +66,9 @@ func (c *Cluster) startKubeAPIServer(ctx context.Context) error {
 		return fmt.Errorf("finding kube-apiserver's release: %w", err)
 	}
 	c.KubeVersion = v
+	if c.admissionConfig, err = c.writeAdmissionConfig(); err != nil {
+		return err
+	}
 	klog.FromContext(ctx).Info("Starting kube-apiserver", "version", v, "versionedFlags", apiServerFlagsFor(v))
 	start := func(ports []int) (*process, error) {
 		return startProcess("kube-apiserver", c.opts.binary(KubeAPIServerBinary), c.kubeAPIServerArgs(ports[0]), c.logDir())

@@ -3,10 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/dynamic"
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"k8s.io/client-go/dynamic"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,14 +44,32 @@ func (c *Cluster) startMuster(ctx context.Context) error {
 	if c.opts.MusterReplicas > 1 {
 		return c.startMusterReplicas(ctx)
 	}
-	p, ports, err := launch(ctx, 1, c.musterRunner("muster-apiserver"), c.musterReady)
+	p, ports, err := launch(ctx, musterPorts, c.musterRunner("muster-apiserver"), c.musterReady)
 	if err != nil {
 		return fmt.Errorf("starting muster-apiserver: %w", err)
 	}
 	c.setMuster(p)
-	c.musterPort = ports[0]
-	c.MusterURL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	c.musterPort, c.musterWebhookPort = ports[0], ports[1]
+	c.MusterURL, c.MusterWebhookURL = c.recordMusterURLs(ports)
 	return nil
+}
+
+// musterPorts is how many ports a muster-apiserver takes: the API's
+// (--secure-port) and the webhook's (--webhook-port).
+const musterPorts = 2
+
+// recordMusterURLs returns the API and webhook URLs of a Muster process on
+// ports, and remembers which webhook URL goes with the API URL.
+func (c *Cluster) recordMusterURLs(ports []int) (api, webhook string) {
+	api = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	webhook = fmt.Sprintf("https://127.0.0.1:%d", ports[1])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.webhookURLs == nil {
+		c.webhookURLs = map[string]string{}
+	}
+	c.webhookURLs[api] = webhook
+	return api, webhook
 }
 
 // musterRunner starts a muster-apiserver process, logging to <name>.log.
@@ -58,10 +77,14 @@ func (c *Cluster) musterRunner(name string) func(ports []int) (*process, error) 
 	return func(ports []int) (*process, error) { return c.runMuster(name, ports) }
 }
 
-// runMuster starts a muster-apiserver process on the given port.
+// runMuster starts a muster-apiserver process on the given ports: the
+// API's, then the webhook's, which serves only kube-apiserver's client
+// certificate.
 func (c *Cluster) runMuster(name string, ports []int) (*process, error) {
 	args := []string{
 		"--secure-port=" + strconv.Itoa(ports[0]),
+		"--webhook-port=" + strconv.Itoa(ports[1]),
+		"--webhook-client-ca-file=" + c.pki.WebhookClientCACert,
 		"--bind-address=127.0.0.1",
 		"--tls-cert-file=" + c.pki.MusterServingCert,
 		"--tls-private-key-file=" + c.pki.MusterServKey,
@@ -82,9 +105,16 @@ func (c *Cluster) musterEtcdURL() string {
 	return c.EtcdURL
 }
 
+// musterReady waits for the API's readiness and the webhook listener's.
 func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) error {
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
-	return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return c.httpsOK(ctx, url) })
+	return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
+		for _, port := range ports {
+			if err := c.httpsOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", port)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (c *Cluster) setMuster(p *process) {
@@ -116,11 +146,12 @@ func (c *Cluster) RestartMuster(ctx context.Context) error {
 		return fmt.Errorf("RestartMuster on a cluster of %d Muster replicas; use RestartMusterReplica", len(c.replicas))
 	}
 	c.KillMuster()
-	p, err := c.runMuster("muster-apiserver", []int{c.musterPort})
+	ports := []int{c.musterPort, c.musterWebhookPort}
+	p, err := c.runMuster("muster-apiserver", ports)
 	if err != nil {
 		return err
 	}
-	if err := c.musterReady(ctx, p, []int{c.musterPort}); err != nil {
+	if err := c.musterReady(ctx, p, ports); err != nil {
 		p.stop()
 		return fmt.Errorf("restarting muster-apiserver: %w", err)
 	}
@@ -211,14 +242,16 @@ func (c *Cluster) grantMusterDelegation(ctx context.Context) error {
 
 // StartMusterReplica starts a second muster-apiserver on the same etcd and
 // with the same identity, as the Deployment's second replica would run. It
-// serves the API too, but the aggregator and the webhooks keep pointing at the
-// first. It returns the replica's URL and a func that stops it; the cluster
-// stops it too.
+// serves the API and the webhook too, but the aggregator and the webhooks
+// keep pointing at the first. It returns the replica's API URL (which
+// PointWebhooksAt accepts) and a func that stops it; the cluster stops it
+// too.
 func (c *Cluster) StartMusterReplica(ctx context.Context) (string, func(), error) {
-	p, ports, err := launch(ctx, 1, c.musterRunner("muster-apiserver-replica"), c.musterReady)
+	p, ports, err := launch(ctx, musterPorts, c.musterRunner("muster-apiserver-replica"), c.musterReady)
 	if err != nil {
 		return "", nil, fmt.Errorf("starting a muster-apiserver replica: %w", err)
 	}
 	c.track(p)
-	return fmt.Sprintf("https://127.0.0.1:%d", ports[0]), p.stop, nil
+	api, _ := c.recordMusterURLs(ports)
+	return api, p.stop, nil
 }

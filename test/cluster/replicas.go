@@ -13,45 +13,64 @@ import (
 )
 
 // musterReplica is one of Options.MusterReplicas muster-apiserver
-// processes, on a port of its own behind the proxy.
+// processes, on ports of its own (API and webhook) behind the proxies.
 type musterReplica struct {
-	name string
-	port int
-	proc *process
+	name        string
+	port        int
+	webhookPort int
+	proc        *process
 }
 
 // startMusterReplicas runs Options.MusterReplicas muster-apiservers on one
-// etcd and puts a proxy in front of them, which the APIService and the
-// webhooks point at, as they would at a Service.
+// etcd and puts a proxy in front of their API ports, which the APIService
+// points at, and one in front of their webhook ports, which the webhooks
+// point at, as they would at a Service's two ports.
 func (c *Cluster) startMusterReplicas(ctx context.Context) error {
-	var addrs []string
+	var addrs, webhookAddrs []string
 	for i := range c.opts.MusterReplicas {
 		name := "muster-apiserver"
 		if i > 0 {
 			name += "-" + strconv.Itoa(i)
 		}
-		p, ports, err := launch(ctx, 1, c.musterRunner(name), c.musterReady)
+		p, ports, err := launch(ctx, musterPorts, c.musterRunner(name), c.musterReady)
 		if err != nil {
 			return fmt.Errorf("starting %s: %w", name, err)
 		}
 		c.track(p)
-		c.replicas = append(c.replicas, &musterReplica{name: name, port: ports[0], proc: p})
+		c.replicas = append(c.replicas, &musterReplica{name: name, port: ports[0], webhookPort: ports[1], proc: p})
+		c.recordMusterURLs(ports)
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", ports[0]))
+		webhookAddrs = append(webhookAddrs, fmt.Sprintf("127.0.0.1:%d", ports[1]))
 	}
 	proxy, err := newServiceProxy(addrs)
 	if err != nil {
 		return fmt.Errorf("starting the proxy in front of Muster's replicas: %w", err)
 	}
 	c.proxy = proxy
-	for i := range c.replicas {
-		proxy.setReady(i, true)
+	webhookProxy, err := newServiceProxy(webhookAddrs)
+	if err != nil {
+		return fmt.Errorf("starting the proxy in front of Muster's webhooks: %w", err)
 	}
-	c.musterPort = proxy.port()
-	c.MusterURL = fmt.Sprintf("https://127.0.0.1:%d", c.musterPort)
+	c.webhookProxy = webhookProxy
+	c.setReplicaReady(-1, true)
+	c.musterPort, c.musterWebhookPort = proxy.port(), webhookProxy.port()
+	c.MusterURL, c.MusterWebhookURL = c.recordMusterURLs([]int{c.musterPort, c.musterWebhookPort})
 	return nil
 }
 
-// MusterReplicaURL is the URL of replica i itself, not through the proxy.
+// setReplicaReady puts replica i (every replica for -1) into both proxies,
+// or takes it out.
+func (c *Cluster) setReplicaReady(i int, ready bool) {
+	for j := range c.replicas {
+		if i == -1 || i == j {
+			c.proxy.setReady(j, ready)
+			c.webhookProxy.setReady(j, ready)
+		}
+	}
+}
+
+// MusterReplicaURL is the API URL of replica i itself, not through the
+// proxy.
 func (c *Cluster) MusterReplicaURL(i int) string {
 	return fmt.Sprintf("https://127.0.0.1:%d", c.replicas[i].port)
 }
@@ -60,7 +79,7 @@ func (c *Cluster) MusterReplicaURL(i int) string {
 // SIGKILL, as a crash would: no graceful shutdown, no Lease release.
 func (c *Cluster) KillMusterReplica(i int) {
 	r := c.replicas[i]
-	c.proxy.setReady(i, false)
+	c.setReplicaReady(i, false)
 	c.mu.Lock()
 	p := r.proc
 	c.mu.Unlock()
@@ -79,7 +98,8 @@ func (c *Cluster) RestartMusterReplica(ctx context.Context, i int) error {
 	if alive {
 		c.KillMusterReplica(i)
 	}
-	p, err := c.runMuster(r.name, []int{r.port})
+	ports := []int{r.port, r.webhookPort}
+	p, err := c.runMuster(r.name, ports)
 	if err != nil {
 		return err
 	}
@@ -87,14 +107,14 @@ func (c *Cluster) RestartMusterReplica(ctx context.Context, i int) error {
 	c.mu.Lock()
 	r.proc = p
 	c.mu.Unlock()
-	if err := c.musterReady(ctx, p, []int{r.port}); err != nil {
+	if err := c.musterReady(ctx, p, ports); err != nil {
 		// It exited, or is stopped now: a failed start is not a crash of
 		// the cluster, and the caller may try again.
 		p.stop()
 		c.untrack(p)
 		return fmt.Errorf("restarting %s: %w", r.name, err)
 	}
-	c.proxy.setReady(i, true)
+	c.setReplicaReady(i, true)
 	return nil
 }
 

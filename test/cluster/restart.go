@@ -51,23 +51,49 @@ func (c *Cluster) register(name string, p *process, ports []int, start func([]in
 // on its old ports with its old data, and waits until it is ready.
 func (c *Cluster) Restart(ctx context.Context, name string) (RestartTimes, error) {
 	var times RestartTimes
+	if err := c.Kill(name); err != nil {
+		return times, err
+	}
+	times.Killed = time.Now()
+	started, err := c.StartAgain(ctx, name)
+	times.Started = started
+	if err != nil {
+		return times, err
+	}
+	times.Ready = time.Now()
+	return times, nil
+}
+
+// Kill kills a component with SIGKILL, as a crash would, and leaves it
+// down until StartAgain, so that a test can act during the outage.
+func (c *Cluster) Kill(name string) error {
 	c.mu.Lock()
 	comp := c.components[name]
 	c.mu.Unlock()
 	if comp == nil {
-		return times, fmt.Errorf("no component %q in this cluster", name)
+		return fmt.Errorf("no component %q in this cluster", name)
 	}
 	old := comp.proc
 	_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGKILL)
 	<-old.done
-	times.Killed = time.Now()
 	c.untrack(old)
+	return nil
+}
 
+// StartAgain starts a component that Kill stopped on its old ports with its
+// old data, and waits until it is ready. It returns when it started it.
+func (c *Cluster) StartAgain(ctx context.Context, name string) (time.Time, error) {
+	c.mu.Lock()
+	comp := c.components[name]
+	c.mu.Unlock()
+	if comp == nil {
+		return time.Time{}, fmt.Errorf("no component %q in this cluster", name)
+	}
 	p, err := comp.start(comp.ports)
 	if err != nil {
-		return times, fmt.Errorf("restarting %s: %w", name, err)
+		return time.Time{}, fmt.Errorf("restarting %s: %w", name, err)
 	}
-	times.Started = time.Now()
+	started := time.Now()
 	c.mu.Lock()
 	comp.proc = p
 	c.mu.Unlock()
@@ -75,10 +101,9 @@ func (c *Cluster) Restart(ctx context.Context, name string) (RestartTimes, error
 	if err := comp.ready(ctx, p, comp.ports); err != nil {
 		p.stop()
 		c.untrack(p)
-		return times, fmt.Errorf("restarting %s: %w", name, err)
+		return started, fmt.Errorf("restarting %s: %w", name, err)
 	}
-	times.Ready = time.Now()
-	return times, nil
+	return started, nil
 }
 
 // untrack forgets a process that was killed on purpose, so that Exited

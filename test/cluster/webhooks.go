@@ -36,14 +36,21 @@ func (c *Cluster) registerWebhooks(ctx context.Context) error {
 }
 
 // PointWebhooksAt registers Muster's pod webhooks, or re-points them, at the
-// muster-apiserver serving baseURL, as a Service would route to whichever
+// webhook listener of the muster-apiserver serving the API at baseURL
+// (MusterURL, or a replica's URL), as a Service would route to whichever
 // replica is up.
 func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
+	c.mu.Lock()
+	webhookURL, ok := c.webhookURLs[baseURL]
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no Muster serves its API at %s", baseURL)
+	}
 	caBundle, err := os.ReadFile(c.pki.CACert)
 	if err != nil {
 		return fmt.Errorf("reading CA bundle: %w", err)
 	}
-	cfg := pods.Config{URL: baseURL, CABundle: caBundle, ValidateUpdates: c.webhookValidatesUpdates}
+	cfg := pods.Config{URL: webhookURL, CABundle: caBundle, ValidateUpdates: c.webhookValidatesUpdates}
 	mutating, err := pods.MutatingWebhookConfiguration(cfg)
 	if err != nil {
 		return err

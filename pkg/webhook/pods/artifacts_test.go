@@ -39,7 +39,7 @@ func TestArtifactsMatchBuilder(t *testing.T) {
 		t.Fatalf("decoding the validating configuration: %v", err)
 	}
 	cfg := Config{
-		Service:  &ServiceReference{Namespace: "muster-system", Name: "muster-apiserver", Port: 443},
+		Service:  &ServiceReference{Namespace: "muster-system", Name: "muster-apiserver", Port: DefaultPort},
 		CABundle: mutating.Webhooks[0].ClientConfig.CABundle,
 	}
 	wantM, err := MutatingWebhookConfiguration(cfg)

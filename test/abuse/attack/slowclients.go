@@ -35,7 +35,8 @@ type SlowStats struct {
 // SlowWebhookClients opens n TLS connections to addr (host:port), each
 // sending POST pods.MutatePath with a large Content-Length and then its body
 // a byte at a time, as a slowloris would; a connection the server cuts off
-// is opened again. It returns once every client has sent its first
+// is opened again after slowByteEvery (without that pause, n clients that
+// are refused at once only measure TLS handshakes per second). It returns once every client has sent its first
 // request's headers (or failed to connect). tlsConfig may carry a client certificate or none; nil
 // means no verification and no certificate, as an anonymous attacker. stop
 // ends every connection and returns what they did.
@@ -59,6 +60,10 @@ func SlowWebhookClients(ctx context.Context, addr string, n int, tlsConfig *tls.
 			defer once()
 			for ctx.Err() == nil {
 				slowRequest(ctx, addr, tlsConfig, &stats, once)
+				select {
+				case <-ctx.Done():
+				case <-time.After(slowByteEvery):
+				}
 			}
 		}()
 	}
@@ -82,10 +87,6 @@ func slowRequest(ctx context.Context, addr string, tlsConfig *tls.Config, stats 
 	if err != nil {
 		atomic.AddInt64(&stats.DialErrors, 1)
 		started()
-		select {
-		case <-ctx.Done():
-		case <-time.After(slowByteEvery):
-		}
 		return
 	}
 	atomic.AddInt64(&stats.Connections, 1)
