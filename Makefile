@@ -49,6 +49,11 @@ E2E_OLDEST_TESTS := \
 	TestPolicyGroupLabelImmutable \
 	TestPolicyFinalizerRemovableWithoutMuster \
 	TestPolicyMusterWritesConfined \
+	TestPolicyMusterConfinedToManagedPods \
+	TestPolicyConfinementFollowsTheRole \
+	TestPolicyMusterQuotaWritesConfined \
+	TestPolicyFinalizerNotPutBack \
+	TestPolicyExpressionsTypeCheck \
 	TestRolesDriverCreatesWorkers \
 	TestRolesWorkersNeverArrive \
 	TestPreparePolicy \

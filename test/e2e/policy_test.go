@@ -450,3 +450,25 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 		t.Errorf("group g counts %d succeeded pods, want %d as before", pg.Status.Succeeded, succeeded)
 	}
 }
+
+// TestPolicyExpressionsTypeCheck: kube-apiserver type-checks every
+// expression of Muster's policies against the pod and ResourceQuota schemas
+// and reports none wrong. A field misspelt in CEL is only a warning in the
+// policy's status, and an error, so a denial, on each request it reaches.
+func TestPolicyExpressionsTypeCheck(t *testing.T) {
+	ctx := testContext(t, time.Minute)
+	for _, name := range []string{pods.LabelsPolicyName, pods.WritesPolicyName, pods.QuotaWritesPolicyName} {
+		waitFor(t, ctx, "policy "+name+" to be type-checked", func(ctx context.Context) (bool, error) {
+			p, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.Status.ObservedGeneration != p.Generation {
+				return false, nil
+			}
+			if p.Status.TypeChecking != nil {
+				for _, w := range p.Status.TypeChecking.ExpressionWarnings {
+					t.Errorf("policy %s, %s: %s", name, w.FieldRef, w.Warning)
+				}
+			}
+			return true, nil
+		})
+	}
+}

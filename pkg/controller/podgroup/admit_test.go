@@ -418,6 +418,24 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			}
 		},
 	}, {
+		name: "with capacity admission, a pod beyond minCount placed as a joiner once the admitted gang failed and freed its node stays held",
+		cfg:  capacityMode,
+		objs: append(objects(newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour))),
+			newPod("a", failed, onNode("n1"), requests("4")), newPod("b", failed, onNode("n1"), requests("4")),
+			newPod("extra", createdAt(t0.Add(-2*time.Hour)), requests("4"))), newNode("n1", "8")),
+		check: func(t *testing.T, h *harness) {
+			h.admission().admitCycle() // the failed pods hold nothing: extra fits now.
+			h.observe()
+			h.reset()
+			h.sync()
+			if n := len(h.group().Status.Placements); n != 1 {
+				t.Fatalf("%d placements, want extra placed as a joiner: %+v", n, h.group().Status.Placements)
+			}
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want extra held: alone it is not a gang of 2", got)
+			}
+		},
+	}, {
 		name: "pods that succeeded count toward the gang: a joiner that arrives as the others succeed is released",
 		objs: objects(admitted(2), newPod("a", succeeded), newPod("b", succeeded), newPod("joiner")),
 		check: func(t *testing.T, h *harness) {
