@@ -22,7 +22,9 @@ import (
 // the group has no group gates and at least minCount active pods. It reports
 // whether the group's gated pods should be released now. Once admitted, a
 // group stays admitted, so pods that join later (replacements, scale-up) are
-// released at once. A finished group admits nobody. pods are the group's
+// released at once. A finished group admits nobody, nor does one whose gang
+// is above MaxGangMinCount, or whose last status write the API refused for
+// good, until its backoff ends (statusrejected.go). pods are the group's
 // pods, for checkOrderedReady.
 func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, now time.Time) bool {
 	key := groupKey(pg.Namespace, pg.Name)
