@@ -80,7 +80,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest chaos bench perf fuzz codegen clean help
+.PHONY: all build tools run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -99,7 +99,7 @@ run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-schedul
 run-standalone: build ## Serve the API alone on loopback, with no cluster.
 	$(BIN)/muster-apiserver --standalone --data-dir=$(OUT)/standalone --secure-port=8443
 
-test: verify unit integration e2e e2e-oldest ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+test: verify unit integration e2e e2e-oldest abuse ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
 	$(MAKE) --no-print-directory chaos CHAOS_PODS=$(CHAOS_PODS_TEST)
 
 verify: ## gofmt, go vet, and generated code up to date.
@@ -123,6 +123,12 @@ e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest su
 	MUSTER_BIN_DIR=$(shell KUBE_VERSION=$(OLDEST_KUBE_VERSION) hack/build-tools.sh --print-bin-dir) \
 	MUSTER_BINARY=$(BIN)/muster-apiserver MUSTER_KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
 		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) -run '$(E2E_OLDEST_RUN)' ./test/e2e/...
+
+ABUSE_TIMEOUT ?= 20m
+
+abuse: build tools ## The hostile-tenant suite: a pods-only tenant tries every known attack while another runs gangs; prints latency, memory, refusals and counts.
+	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
+		$(GO) test $(GOFLAGS_TEST) -v -timeout $(ABUSE_TIMEOUT) -run '^TestAbuse$$' ./test/abuse/ $(if $(ABUSE_ARGS),-args $(ABUSE_ARGS))
 
 # The chaos suite's size: `make chaos` drives CHAOS_PODS pods, `make test`
 # CHAOS_PODS_TEST. CHAOS_ARGS adds flags, e.g. -chaos.seed=N to replay a run.

@@ -1,0 +1,283 @@
+package abuse
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// What the suite holds Muster to while mallory attacks.
+const (
+	// timedGangs is how many gangs the well-behaved tenant times in each
+	// phase; the median of each phase is compared.
+	timedGangs = 7
+	// maxSlowdown bounds the well-behaved tenant's median release latency
+	// under attack, as a multiple of the quiet run's.
+	maxSlowdown = 2
+	// latencyFloor is the least quiet median the bound is computed from: a
+	// quiet release takes a few hundred milliseconds, and below this the
+	// ratio measures the machine's scheduling noise, not Muster.
+	latencyFloor = 500 * time.Millisecond
+	// maxMusterRSS bounds muster-apiserver's resident memory at its peak,
+	// the whole run included. The process serves the webhook for the whole
+	// cluster, so an attack that grows it stops every tenant.
+	maxMusterRSS = 512 << 20
+	// killRSS is where the suite kills muster-apiserver to protect the
+	// machine (the old code reached 20 GiB on one attack); the run fails.
+	killRSS = 4 << 30
+	// settle is how long the attacks run before the timed gangs start, so
+	// that the controller meets them in their steady state.
+	settle = 10 * time.Second
+)
+
+// TestAbuse runs the well-behaved tenant's gangs on a quiet cluster, then
+// again while mallory tries every attack at once, and checks what the
+// well-behaved tenant is owed.
+func TestAbuse(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	good := wellBehaved(t, ctx)
+	bad := mallory(t, ctx)
+	rel, err := watchReleases(ctx, good.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	quiet := runGangs(ctx, good, rel, "quiet", timedGangs)
+	_, quietPeak := musterMemory()
+
+	sampler := sampleMemory(ctx)
+	list := attacks()
+	outcomes := launch(ctx, bad, list)
+	time.Sleep(settle)
+	loaded := runGangs(ctx, good, rel, "attacked", timedGangs)
+	for _, o := range outcomes {
+		if o.stop != nil {
+			o.stop()
+		}
+	}
+	peak := sampler()
+
+	// What the attacks must not have caused.
+	for i, a := range list {
+		o := &outcomes[i]
+		if o.err == nil && a.verify != nil {
+			o.err = a.verify(ctx, bad)
+		}
+		if o.err != nil {
+			t.Errorf("item %s, %s: %v", a.item, a.name, o.err)
+		}
+	}
+	for _, r := range append(append([]gangResult(nil), quiet...), loaded...) {
+		for _, err := range r.failedCreates {
+			t.Errorf("well-behaved gang %s: %v", r.group, err)
+		}
+	}
+	quietMedian, loadedMedian := median(latencies(quiet)), median(latencies(loaded))
+	bound := maxSlowdown * max(quietMedian, latencyFloor)
+	if loadedMedian > bound {
+		t.Errorf("the well-behaved tenant's median release latency rose from %v quiet to %v under attack: more than %d× (bound %v)",
+			quietMedian, loadedMedian, maxSlowdown, bound)
+	}
+	if peak > maxMusterRSS {
+		t.Errorf("muster-apiserver's resident memory peaked at %d MiB under attack: more than the bound, %d MiB", peak>>20, maxMusterRSS>>20)
+	}
+	countErrs := exactCounts(ctx, good, append(append([]gangResult(nil), quiet...), loaded...))
+	for _, err := range countErrs {
+		t.Error(err)
+	}
+	stuck := deleteEverything(ctx, good, bad)
+	if stuck != "" {
+		t.Errorf("left stuck once every pod was deleted: %s", stuck)
+	}
+
+	report(t, list, outcomes, quiet, loaded, quietPeak, peak, len(countErrs), stuck)
+}
+
+// outcome is what one attack met.
+type outcome struct {
+	said string
+	stop func()
+	err  error
+}
+
+// launch starts every attack at once, those marked last after the others,
+// and waits until each has been tried.
+func launch(ctx context.Context, m tenant, list []attack) []outcome {
+	out := make([]outcome, len(list))
+	for _, last := range []bool{false, true} {
+		var wg sync.WaitGroup
+		for i, a := range list {
+			if a.last != last {
+				continue
+			}
+			wg.Go(func() {
+				said, stop, err := a.launch(ctx, m)
+				out[i] = outcome{said: said, stop: stop, err: err}
+			})
+		}
+		wg.Wait()
+	}
+	return out
+}
+
+// musterMemory is muster-apiserver's resident memory, now and at its peak.
+func musterMemory() (now, peak int64) {
+	n, p := env.Memory()
+	for name, v := range n {
+		if strings.HasPrefix(name, "muster-apiserver") {
+			now += v
+			peak = max(peak, p[name])
+		}
+	}
+	return now, peak
+}
+
+// sampleMemory samples muster-apiserver's memory every 500ms until the
+// returned func is called, which returns the highest peak seen. The
+// kernel's high-water mark catches what falls between samples; sampling
+// catches a restarted process's.
+func sampleMemory(ctx context.Context) func() int64 {
+	var mu sync.Mutex
+	var highest int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			now, p := musterMemory()
+			if now > killRSS {
+				// Far past the bound, the machine itself is at risk, and
+				// the run has failed already: stop Muster before the
+				// kernel stops something else.
+				env.KillMuster()
+			}
+			mu.Lock()
+			highest = max(highest, p)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		_, p := musterMemory()
+		mu.Lock()
+		defer mu.Unlock()
+		return max(highest, p)
+	}
+}
+
+// exactCounts checks that each of the well-behaved tenant's groups counts
+// its pods exactly: every pod succeeded, once.
+func exactCounts(ctx context.Context, good tenant, runs []gangResult) []error {
+	var errs []error
+	for _, r := range runs {
+		if len(r.failedCreates) > 0 {
+			continue
+		}
+		var got string
+		err := waitUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			pg, err := muster.SchedulingV1alpha1().PodGroups(good.ns).Get(ctx, r.group, metav1.GetOptions{})
+			if err != nil {
+				got = err.Error()
+				return false, nil
+			}
+			got = fmt.Sprintf("succeeded %d, failed %d", pg.Status.Succeeded, pg.Status.Failed)
+			return pg.Status.Succeeded == gangSize && pg.Status.Failed == 0, nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("well-behaved group %s: %s, want succeeded %d, failed 0", r.group, got, gangSize))
+		}
+	}
+	return errs
+}
+
+// deleteEverything deletes every pod of both tenants and says what is left
+// a minute later: a pod left is one stuck on a finalizer.
+func deleteEverything(ctx context.Context, tenants ...tenant) string {
+	for _, tn := range tenants {
+		_ = kube.CoreV1().Pods(tn.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	}
+	var left []string
+	_ = waitUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		left = left[:0]
+		for _, tn := range tenants {
+			pods, err := kube.CoreV1().Pods(tn.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, p := range pods.Items {
+				left = append(left, fmt.Sprintf("%s/%s (tracking finalizer %v)", p.Namespace, p.Name, scheduling.HasTrackingFinalizer(&p)))
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if len(left) > 5 {
+		return fmt.Sprintf("%d pods, e.g. %s", len(left), strings.Join(left[:5], ", "))
+	}
+	return strings.Join(left, ", ")
+}
+
+// report prints the suite's figures.
+func report(t *testing.T, list []attack, outcomes []outcome, quiet, loaded []gangResult, quietPeak, peak int64, countErrs int, stuck string) {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "ITEM\tATTACK\tTHE CLUSTER SAID\tRESULT\n")
+	for i, a := range list {
+		res := "ok"
+		if outcomes[i].err != nil {
+			res = "FAIL"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.item, a.name, oneLine(outcomes[i].said), res)
+	}
+	_ = w.Flush()
+	ql, ll := latencies(quiet), latencies(loaded)
+	fmt.Fprintf(&b, "\nwell-behaved release latency (gang of %d × %s cpu), %d gangs a phase:\n", gangSize, gangCPU, timedGangs)
+	fmt.Fprintf(&b, "  quiet:    median %v, all %v\n", median(ql), ql)
+	fmt.Fprintf(&b, "  attacked: median %v, all %v\n", median(ll), ll)
+	fmt.Fprintf(&b, "  ratio %.2f (bound %d× of max(quiet median, %v))\n", ratio(median(ll), max(median(ql), latencyFloor)), maxSlowdown, latencyFloor)
+	failed := 0
+	for _, r := range append(append([]gangResult(nil), quiet...), loaded...) {
+		failed += len(r.failedCreates)
+	}
+	fmt.Fprintf(&b, "well-behaved labelled pod creates refused: %d of %d\n", failed, 2*timedGangs*gangSize)
+	fmt.Fprintf(&b, "muster-apiserver peak resident memory: %d MiB quiet, %d MiB under attack (bound %d MiB)\n", quietPeak>>20, peak>>20, maxMusterRSS>>20)
+	fmt.Fprintf(&b, "well-behaved groups with wrong counts: %d\n", countErrs)
+	if stuck == "" {
+		stuck = "none"
+	}
+	fmt.Fprintf(&b, "pods left a minute after every pod was deleted: %s\n", stuck)
+	t.Log("\n" + b.String())
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}
