@@ -123,7 +123,7 @@ func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.Validati
 	if c.ValidateUpdates {
 		ops = append(ops, admissionregistrationv1.Update)
 	} else {
-		conditions = []admissionregistrationv1.MatchCondition{{Name: "has-roles", Expression: RolesExpression}}
+		conditions = []admissionregistrationv1.MatchCondition{{Name: GoChecksConditionName, Expression: GoChecksExpression}}
 	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
@@ -143,6 +143,16 @@ func ValidatingWebhookConfiguration(c Config) (*admissionregistrationv1.Validati
 		}},
 	}, nil
 }
+
+// GoChecksConditionName names the validating webhook's match condition,
+// GoChecksExpression.
+const GoChecksConditionName = "needs-go-checks"
+
+// GoChecksExpression holds for the creates that the validating webhook checks
+// where LabelsPolicy checks the rest: pods with roles (RolesExpression) and
+// pods whose scheduling inputs may be over their bound
+// (SchedulingExpression).
+var GoChecksExpression = "(" + RolesExpression + ") || (" + SchedulingExpression + ")"
 
 // RolesExpression holds for a pod that carries the role label or an
 // annotation about roles: those the validating webhook checks in Go (roles

@@ -46,9 +46,10 @@ func TestWebhookConfigurations(t *testing.T) {
 	if *mw.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
 		t.Errorf("reinvocationPolicy %v", *mw.ReinvocationPolicy)
 	}
-	// Where LabelsPolicy checks creates, only a pod with roles is sent to the
+	// Where LabelsPolicy checks creates, only a pod with roles, or with
+	// scheduling inputs that may be over their bound, is sent to the
 	// validating webhook; without the policy, every labelled pod is.
-	if want := []admissionregistrationv1.MatchCondition{{Name: "has-roles", Expression: RolesExpression}}; !reflect.DeepEqual(vw.MatchConditions, want) {
+	if want := []admissionregistrationv1.MatchCondition{{Name: GoChecksConditionName, Expression: GoChecksExpression}}; !reflect.DeepEqual(vw.MatchConditions, want) {
 		t.Errorf("validating matchConditions %+v, want %+v", vw.MatchConditions, want)
 	}
 	if len(fw.MatchConditions) != 0 {

@@ -20,9 +20,10 @@ var (
 	annotationsPath = field.NewPath("metadata", "annotations")
 )
 
-// validateCreate checks Muster's labels and annotations on a new pod.
+// validateCreate checks Muster's labels and annotations on a new pod, and
+// the size of its scheduling inputs (scheduling.go).
 func validateCreate(pod *corev1.Pod) field.ErrorList {
-	return validateNames(pod, nil)
+	return append(validateNames(pod, nil), validateSchedulingInputs(pod)...)
 }
 
 // validateUpdate checks a pod update: the group and managed labels never

@@ -1,0 +1,29 @@
+package scheduling
+
+// Bounds on what a labelled pod may carry into Muster's pod cache (issue 21,
+// item 4). The controller keeps each gated pod's scheduling inputs whole,
+// since placement runs kube-scheduler's filters on them; without a bound, a
+// user who may only create pods could make every replica's cache as large as
+// their quota of pods times kube-apiserver's object limit (about 1.5 MiB).
+// docs/limits.md lists every bound with its value and why.
+const (
+	// MaxPodSchedulingBytes bounds, on the create of a pod that carries the
+	// group label, the size of its spec.affinity, spec.tolerations and
+	// spec.topologySpreadConstraints together, as JSON. 32 KiB holds a
+	// node affinity that names about 1,000 hosts, or a few dozen terms of
+	// pod (anti-)affinity with their selectors, with room to spare: real
+	// workloads use a few hundred bytes (a one-per-node anti-affinity is
+	// about 200). At the bound, 300 such pods with distinct inputs cost the
+	// cache about 300 x 100 KiB decoded; a gang's identical inputs are kept
+	// once (podgroup.TransformPod).
+	MaxPodSchedulingBytes = 32 << 10
+
+	// SchedulingCheckTolerations is how many tolerations a labelled pod may
+	// carry, with no affinity and no topology spread, before its create is
+	// sent to the validating webhook to be measured against
+	// MaxPodSchedulingBytes. A toleration is at most about 450 bytes of
+	// JSON (a 317-character key, a 63-character value, effect, operator
+	// and seconds), so 16 of them cannot reach the bound, and a pod with
+	// the usual two or three never costs a webhook call.
+	SchedulingCheckTolerations = 16
+)

@@ -1,0 +1,73 @@
+package pods
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+var specPath = field.NewPath("spec")
+
+// validateSchedulingInputs bounds what a new labelled pod's scheduling
+// inputs cost Muster's cache, which keeps them whole for placement: the
+// affinity, tolerations and topology spread constraints together are at
+// most scheduling.MaxPodSchedulingBytes of JSON. The error names the largest
+// of the three, and the rule.
+func validateSchedulingInputs(pod *corev1.Pod) field.ErrorList {
+	if _, ok := pod.Labels[scheduling.PodGroupLabel]; !ok {
+		return nil
+	}
+	sizes := []struct {
+		path  *field.Path
+		bytes int
+	}{
+		{specPath.Child("affinity"), jsonSize(pod.Spec.Affinity, pod.Spec.Affinity == nil)},
+		{specPath.Child("tolerations"), jsonSize(pod.Spec.Tolerations, len(pod.Spec.Tolerations) == 0)},
+		{specPath.Child("topologySpreadConstraints"), jsonSize(pod.Spec.TopologySpreadConstraints, len(pod.Spec.TopologySpreadConstraints) == 0)},
+	}
+	total, largest := 0, 0
+	for i, s := range sizes {
+		total += s.bytes
+		if s.bytes > sizes[largest].bytes {
+			largest = i
+		}
+	}
+	if total <= scheduling.MaxPodSchedulingBytes {
+		return nil
+	}
+	return field.ErrorList{&field.Error{
+		Type:     field.ErrorTypeTooLong,
+		Field:    sizes[largest].path.String(),
+		BadValue: field.OmitValueType{},
+		Detail: fmt.Sprintf("spec.affinity, spec.tolerations and spec.topologySpreadConstraints are %d bytes of JSON together (this field %d); "+
+			"a pod with the %s label may carry at most %d, which Muster keeps in memory while the pod waits",
+			total, sizes[largest].bytes, scheduling.PodGroupLabel, scheduling.MaxPodSchedulingBytes),
+	}}
+}
+
+// jsonSize is the length of v as JSON, 0 when empty.
+func jsonSize(v any, empty bool) int {
+	if empty {
+		return 0
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Unreachable for API types; count it as over the bound rather
+		// than let it through unmeasured.
+		return scheduling.MaxPodSchedulingBytes + 1
+	}
+	return len(b)
+}
+
+// SchedulingExpression holds for a labelled pod whose scheduling inputs may
+// be over scheduling.MaxPodSchedulingBytes, which only Go can measure: it has
+// an affinity, topology spread constraints, or more tolerations than
+// scheduling.SchedulingCheckTolerations. The validating webhook is called for
+// those creates and no others but the pods with roles.
+var SchedulingExpression = fmt.Sprintf("has(object.spec.affinity) || "+
+	"(has(object.spec.topologySpreadConstraints) && size(object.spec.topologySpreadConstraints) > 0) || "+
+	"(has(object.spec.tolerations) && size(object.spec.tolerations) > %d)", scheduling.SchedulingCheckTolerations)

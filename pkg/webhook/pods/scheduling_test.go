@@ -1,0 +1,78 @@
+package pods
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// hostAffinity is a required node affinity on n host names, 14 bytes of
+// JSON each.
+func hostAffinity(n int) *corev1.Affinity {
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("node-%06d", i)
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: values}},
+		}}},
+	}}
+}
+
+// tolerations are n tolerations of the largest key the API accepts.
+func tolerations(n int) []corev1.Toleration {
+	out := make([]corev1.Toleration, n)
+	for i := range out {
+		out[i] = corev1.Toleration{Key: fmt.Sprintf("example.com/%0300d", i), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	}
+	return out
+}
+
+func withScheduling(a *corev1.Affinity, t []corev1.Toleration) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.Affinity, p.Spec.Tolerations = a, t }
+}
+
+func TestValidateSchedulingInputs(t *testing.T) {
+	const affinityField, tolerationsField = "spec.affinity", "spec.tolerations"
+	tooLong := func(f string) want { return want{"FieldValueTooLong", f} }
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want []want
+	}{
+		{"a labelled pod without scheduling inputs is valid", pod(inGroup("train")), nil},
+		{"a one-per-node anti-affinity is valid", pod(inGroup("train"), withScheduling(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}, nil)), nil},
+		{"a node affinity on 1,000 hosts is valid", pod(inGroup("train"), withScheduling(hostAffinity(1000), nil)), nil},
+		{"a node affinity over the bound is refused, naming spec.affinity", pod(inGroup("train"), withScheduling(hostAffinity(3000), nil)), []want{tooLong(affinityField)}},
+		{"the bound is on the sum: the largest field is named", pod(inGroup("train"), withScheduling(hostAffinity(600), tolerations(80))), []want{tooLong(tolerationsField)}},
+		{"an unlabelled pod is not Muster's to bound", pod(withScheduling(hostAffinity(20000), nil)), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expectErrors(t, validateCreate(tt.pod), tt.want...)
+		})
+	}
+}
+
+// TestToleratedCountCannotReachTheBound: a pod the validating webhook's match
+// condition does not send (no affinity, no spread, at most
+// SchedulingCheckTolerations tolerations) is always within the bound.
+func TestToleratedCountCannotReachTheBound(t *testing.T) {
+	p := pod(inGroup("train"), withScheduling(nil, tolerations(scheduling.SchedulingCheckTolerations)))
+	for i := range p.Spec.Tolerations {
+		p.Spec.Tolerations[i].Key = "example.com/" + fmt.Sprintf("%0305d", i) // 317 characters, the most a key may have
+		p.Spec.Tolerations[i].Value = fmt.Sprintf("%063d", i)
+		p.Spec.Tolerations[i].Operator = corev1.TolerationOpEqual
+		p.Spec.Tolerations[i].TolerationSeconds = new(int64)
+		*p.Spec.Tolerations[i].TolerationSeconds = 1 << 62
+	}
+	if n := jsonSize(p.Spec.Tolerations, false); n > scheduling.MaxPodSchedulingBytes {
+		t.Errorf("%d of the largest tolerations are %d bytes, over the bound %d: the match condition would let them through unmeasured",
+			scheduling.SchedulingCheckTolerations, n, scheduling.MaxPodSchedulingBytes)
+	}
+}

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// TestSchedulingInputsAreBounded creates, through kube-apiserver, labelled
+// pods whose affinity is under and over scheduling.MaxPodSchedulingBytes,
+// plain and already prepared (gate, finalizer and managed label set by the
+// user, so the mutating webhook is not called): the validating webhook's
+// match condition sends the large ones, and they are refused naming
+// spec.affinity.
+func TestSchedulingInputsAreBounded(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	hosts := func(n int) *corev1.Affinity {
+		values := make([]string, n)
+		for i := range values {
+			values[i] = fmt.Sprintf("node-%06d", i)
+		}
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: values}},
+			}}},
+		}}
+	}
+	prepare := func(p *corev1.Pod) {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: scheduling.AdmissionGate}}
+		p.Finalizers = []string{scheduling.TrackingFinalizer}
+		p.Labels[scheduling.ManagedLabel] = "true"
+	}
+	tests := []struct {
+		name     string
+		hosts    int
+		prepared bool
+		refused  bool
+	}{
+		{"an affinity on 100 hosts is created", 100, false, false},
+		{"an affinity on 20,000 hosts is refused", 20000, false, true},
+		{"an affinity on 20,000 hosts is refused on a pod that comes prepared", 20000, true, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPod(ns, fmt.Sprintf("bound-%d", i), podOpts{group: "bound"})
+			p.Spec.Affinity = hosts(tt.hosts)
+			if tt.prepared {
+				prepare(p)
+			}
+			_, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			switch {
+			case !tt.refused && err != nil:
+				t.Errorf("create: %v", err)
+			case tt.refused && err == nil:
+				t.Errorf("a pod with %d hosts in its affinity was created, want it refused", tt.hosts)
+			case tt.refused && !strings.Contains(err.Error(), "spec.affinity") || tt.refused && !strings.Contains(err.Error(), fmt.Sprint(scheduling.MaxPodSchedulingBytes)):
+				t.Errorf("refused with %q, want the field spec.affinity and the bound %d named", err, scheduling.MaxPodSchedulingBytes)
+			}
+		})
+	}
+}
