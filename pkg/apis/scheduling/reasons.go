@@ -29,6 +29,10 @@ const (
 	// ReasonExceedsClusterCapacity: the gang does not fit even on the idle
 	// cluster; it is skipped, so that it never blocks the queue.
 	ReasonExceedsClusterCapacity = "ExceedsClusterCapacity"
+	// ReasonReservationOverQuota: the places the gang would reserve for its
+	// pods created later exceed what a ResourceQuota of its namespace has
+	// left; it is admitted when the quota allows them.
+	ReasonReservationOverQuota = "ReservationOverQuota"
 	// ReasonQueued: under StrictFIFO, the gang waits behind the head of the
 	// queue.
 	ReasonQueued = "Queued"

@@ -191,6 +191,8 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		Nodes:        nodes,
 		Jobs:         ownerFactory.Batch().V1().Jobs(),
 		StatefulSets: ownerFactory.Apps().V1().StatefulSets(),
+		// Quotas are few and small; the namespace factory holds them whole.
+		ResourceQuotas: nsFactory.Core().V1().ResourceQuotas(),
 	}, recorder)
 	if err != nil {
 		return err

@@ -87,6 +87,10 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(rolesMsg), now)
 		return false
 	}
+	if !c.checkReservationQuota(pg, v, laterMissing(pg, v), now) { // reservationquota.go
+		c.admitter.withdraw(key)
+		return false
+	}
 	admitted, reason, msg := c.admitter.admitGang(key, pg, v, need, later, now)
 	if !admitted {
 		if reason != "" {

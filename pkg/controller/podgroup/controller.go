@@ -46,12 +46,14 @@ type Controller struct {
 	podIndexer cache.Indexer
 	pgLister   listers.PodGroupLister
 	// pgIndexer finds the groups a Job or StatefulSet owns (OwnerIndex).
-	pgIndexer  cache.Indexer
-	nsLister   corelisters.NamespaceLister
-	jobLister  batchlisters.JobLister
-	stsLister  appslisters.StatefulSetLister
-	nsSelector labels.Selector
-	synced     []cache.InformerSynced
+	pgIndexer cache.Indexer
+	nsLister  corelisters.NamespaceLister
+	jobLister batchlisters.JobLister
+	stsLister appslisters.StatefulSetLister
+	// quotaLister reads the namespaces' ResourceQuotas; nil checks none.
+	quotaLister corelisters.ResourceQuotaLister
+	nsSelector  labels.Selector
+	synced      []cache.InformerSynced
 
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
@@ -105,6 +107,9 @@ type Informers struct {
 	// 12), an OrderedReady StatefulSet is reported (step 6).
 	Jobs         batchinformers.JobInformer
 	StatefulSets appsinformers.StatefulSetInformer
+	// ResourceQuotas bound the places a gang reserves for pods created
+	// later (reservationquota.go); nil checks none.
+	ResourceQuotas coreinformers.ResourceQuotaInformer
 }
 
 // New builds a controller over inf.
@@ -157,6 +162,10 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 	}
 	c.admitter = adm
 	c.synced = append(c.synced, admSynced...)
+	if inf.ResourceQuotas != nil {
+		c.quotaLister = inf.ResourceQuotas.Lister()
+		c.synced = append(c.synced, inf.ResourceQuotas.Informer().HasSynced)
+	}
 	// The handlers' own HasSynced, not only the informers', gate Run: the
 	// capacity tracker is fed by the handlers, and the first admission cycle
 	// must see every reservation that already exists.
