@@ -59,9 +59,9 @@ func TestAbuse(t *testing.T) {
 	outcomes := launch(ctx, bad, list)
 	time.Sleep(settle)
 	loaded := runGangs(ctx, good, rel, "attacked", timedGangs)
-	for _, o := range outcomes {
-		if o.stop != nil {
-			o.stop()
+	for i := range outcomes {
+		if o := &outcomes[i]; o.stop != nil {
+			o.said += "; meanwhile " + o.stop()
 		}
 	}
 	peak := sampler()
@@ -105,7 +105,7 @@ func TestAbuse(t *testing.T) {
 // outcome is what one attack met.
 type outcome struct {
 	said string
-	stop func()
+	stop func() string
 	err  error
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	hostile "github.com/muster-dev/muster/test/abuse/attack"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -29,8 +31,8 @@ type attack struct {
 	name string
 	// launch starts it, as mallory, and says what the cluster answered. An
 	// attack that goes on returns stop, called once the well-behaved
-	// tenant's timed gangs are done.
-	launch func(ctx context.Context, m tenant) (said string, stop func(), err error)
+	// tenant's timed gangs are done, which says what it did meanwhile.
+	launch func(ctx context.Context, m tenant) (said string, stop func() string, err error)
 	// verify checks, once the timed gangs are done, what the attack must
 	// not have caused; nil when the suite's common checks cover it.
 	verify func(ctx context.Context, m tenant) error
@@ -50,6 +52,7 @@ func attacks() []attack {
 		{item: "4", name: "30 gated pods with 20,000-value affinity terms", launch: hugeAffinity},
 		{item: "5", name: "20 groups created from annotations, never admitted, pods deleted", launch: abandonedGroups, verify: groupsDeleted("abandoned-", 20)},
 		{item: "7", name: "the tracking finalizer put back 3 times on a finished gang's pods", launch: finalizerPutBack, verify: countsStay("finished", 2, 0)},
+		{item: "8", name: "800 slow anonymous TLS clients dribbling a review body into the webhook", launch: slowWebhookClients},
 		{item: "9", name: "Muster's etcd restarted while labelled pods are created", launch: etcdRestart},
 		{item: "more", name: "150 pods naming 150 groups, past the namespace's group quota", launch: groupFlood, last: true},
 		{item: "more", name: "malformed annotations", launch: malformedAnnotations},
@@ -137,7 +140,7 @@ func driverWith(ns, group string, count int64, workerCPU string, timeoutSeconds 
 	return p, nil
 }
 
-func createDriver(ctx context.Context, m tenant, group string, count int64, cpu string, timeoutSeconds int64) (string, func(), error) {
+func createDriver(ctx context.Context, m tenant, group string, count int64, cpu string, timeoutSeconds int64) (string, func() string, error) {
 	p, err := driverWith(m.ns, group, count, cpu, timeoutSeconds)
 	if err != nil {
 		return "", nil, err
@@ -146,21 +149,21 @@ func createDriver(ctx context.Context, m tenant, group string, count int64, cpu 
 	return answer(err), nil, nil
 }
 
-func hugeRole(ctx context.Context, m tenant) (string, func(), error) {
+func hugeRole(ctx context.Context, m tenant) (string, func() string, error) {
 	return createDriver(ctx, m, "huge-role", 2_000_000, "1", 0)
 }
 
-func longReservation(ctx context.Context, m tenant) (string, func(), error) {
+func longReservation(ctx context.Context, m tenant) (string, func() string, error) {
 	return createDriver(ctx, m, "long-reservation", 11, "10", 1<<31-1)
 }
 
 // reservationOverQuota asks for 110 cpu of reserved places, with a
 // timeout of one hour, in a namespace whose quota allows 16 cpu of pods.
-func reservationOverQuota(ctx context.Context, m tenant) (string, func(), error) {
+func reservationOverQuota(ctx context.Context, m tenant) (string, func() string, error) {
 	return createDriver(ctx, m, "over-quota", 11, "10", 3600)
 }
 
-func gangOf5001(ctx context.Context, m tenant) (string, func(), error) {
+func gangOf5001(ctx context.Context, m tenant) (string, func() string, error) {
 	_, err := m.client.CoreV1().Pods(m.ns).Create(ctx, malloryPod(m.ns, "five-thousand-one-0", "five-thousand-one",
 		map[string]string{scheduling.MinCountAnnotation: "5001"}), metav1.CreateOptions{})
 	return answer(err), nil, nil
@@ -169,7 +172,7 @@ func gangOf5001(ctx context.Context, m tenant) (string, func(), error) {
 // hugeAffinity creates a gang of 30 that can never fit (it requires a pod
 // no one runs), each pod with a 20,000-value selector, so that every
 // admission cycle that tries it meets the whole of each.
-func hugeAffinity(ctx context.Context, m tenant) (string, func(), error) {
+func hugeAffinity(ctx context.Context, m tenant) (string, func() string, error) {
 	values := make([]string, 20_000)
 	for i := range values {
 		values[i] = fmt.Sprintf("value-%05d", i)
@@ -198,7 +201,7 @@ func hugeAffinity(ctx context.Context, m tenant) (string, func(), error) {
 // abandonedGroups creates 20 pods, each the first of a gang of 2 whose
 // second never comes, waits for Muster to create their groups, and deletes
 // the pods: the groups are left never admitted and empty.
-func abandonedGroups(ctx context.Context, m tenant) (string, func(), error) {
+func abandonedGroups(ctx context.Context, m tenant) (string, func() string, error) {
 	var pods []*corev1.Pod
 	for i := range 20 {
 		pods = append(pods, malloryPod(m.ns, fmt.Sprintf("abandoned-%d", i), fmt.Sprintf("abandoned-%d", i),
@@ -239,7 +242,7 @@ func countGroups(ctx context.Context, ns, prefix string) int {
 // tracking finalizer back on its finished pods three times. The group is
 // made by the cluster's admin, as a platform team makes a tenant's groups,
 // so that no TTL deletes it and its counts stay to be checked.
-func finalizerPutBack(ctx context.Context, m tenant) (string, func(), error) {
+func finalizerPutBack(ctx context.Context, m tenant) (string, func() string, error) {
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "finished", Namespace: m.ns},
 		Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
@@ -306,10 +309,28 @@ func cmpFirst(first, err error) error {
 	return first
 }
 
+// slowWebhookClients opens 800 anonymous TLS connections to the address
+// kube-apiserver calls the webhook at, each sending a review body a byte at
+// a time, for as long as the timed gangs run: any pod in the cluster can
+// reach Muster's Service and do this.
+func slowWebhookClients(ctx context.Context, m tenant) (string, func() string, error) {
+	u, err := url.Parse(env.MusterWebhookURL)
+	if err != nil || u.Host == "" {
+		return "", nil, fmt.Errorf("the webhook's address %q: %v", env.MusterWebhookURL, err)
+	}
+	start := time.Now()
+	stop := hostile.SlowWebhookClients(ctx, u.Host, 800, nil)
+	said := fmt.Sprintf("800 connections opened in %v", time.Since(start).Round(time.Millisecond))
+	return said, func() string {
+		st := stop()
+		return fmt.Sprintf("%d connections in all, %d cut off by the server, %d failed dials", st.Connections, st.Cut, st.DialErrors)
+	}, nil
+}
+
 // etcdRestart kills Muster's etcd and starts it again while labelled pods
 // are created every 200ms, from the kill until 2s after etcd is ready
 // again. The webhook needs no storage: every create must be accepted.
-func etcdRestart(ctx context.Context, m tenant) (string, func(), error) {
+func etcdRestart(ctx context.Context, m tenant) (string, func() string, error) {
 	var created, refused atomic.Int32
 	var firstErr atomic.Pointer[error]
 	done := make(chan struct{})
@@ -356,7 +377,7 @@ func etcdRestart(ctx context.Context, m tenant) (string, func(), error) {
 
 // groupFlood names a new group in each of 150 pods, more groups than the
 // namespace's quota allows.
-func groupFlood(ctx context.Context, m tenant) (string, func(), error) {
+func groupFlood(ctx context.Context, m tenant) (string, func() string, error) {
 	var pods []*corev1.Pod
 	for i := range 150 {
 		pods = append(pods, malloryPod(m.ns, fmt.Sprintf("flood-%d", i), fmt.Sprintf("flood-%d", i),
@@ -371,7 +392,7 @@ func groupFlood(ctx context.Context, m tenant) (string, func(), error) {
 }
 
 // malformedAnnotations are refused at create, each naming its annotation.
-func malformedAnnotations(ctx context.Context, m tenant) (string, func(), error) {
+func malformedAnnotations(ctx context.Context, m tenant) (string, func() string, error) {
 	cases := []struct{ key, value string }{
 		{scheduling.MinCountAnnotation, "-1"},
 		{scheduling.MinCountAnnotation, "99999999999"},
