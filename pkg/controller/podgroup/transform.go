@@ -1,7 +1,13 @@
 package podgroup
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
 	"strings"
+	"sync"
+	"unsafe"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +48,14 @@ const musterPrefix = scheduling.GroupName + "/"
 //     readiness, the scheduler's Unschedulable, the claims made from
 //     templates, and the requests of a pod resized in place.
 //
+// The affinity, tolerations, topology spread constraints and long Muster
+// annotation values are interned: the pods of a gang usually carry the same
+// ones, and each is kept once for all the pods that hold it, however many
+// (a gang of 300 with a 32 KiB affinity costs one copy, not 300). Interned
+// values are shared between cached pods, which no reader may modify (as
+// for any informer cache). The webhook bounds their size at creation
+// (scheduling.MaxPodSchedulingBytes).
+//
 // It is idempotent, and a tombstone never reaches it (client-go transforms
 // only objects, not DeletedFinalStateUnknown).
 func TransformPod(obj interface{}) (interface{}, error) {
@@ -60,7 +74,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			DeletionTimestamp:          p.DeletionTimestamp,
 			DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
 			Labels:                     p.Labels,
-			Annotations:                musterKeys(p.Annotations),
+			Annotations:                internAnnotations(musterKeys(p.Annotations)),
 			Finalizers:                 p.Finalizers,
 			OwnerReferences:            keptOwners(p),
 		},
@@ -69,9 +83,9 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			SchedulerName:             p.Spec.SchedulerName,
 			SchedulingGates:           p.Spec.SchedulingGates,
 			NodeSelector:              p.Spec.NodeSelector,
-			Affinity:                  p.Spec.Affinity,
-			Tolerations:               p.Spec.Tolerations,
-			TopologySpreadConstraints: p.Spec.TopologySpreadConstraints,
+			Affinity:                  internAffinity(p.Spec.Affinity),
+			Tolerations:               internSlice(&interned.tolerations, p.Spec.Tolerations),
+			TopologySpreadConstraints: internSlice(&interned.spreads, p.Spec.TopologySpreadConstraints),
 			Containers:                capacity.TrimContainers(p.Spec.Containers),
 			InitContainers:            capacity.TrimContainers(p.Spec.InitContainers),
 			Overhead:                  p.Spec.Overhead,
@@ -104,4 +118,119 @@ func musterKeys(m map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// internMinString is the shortest annotation value that is interned: a
+// shorter one costs less than its entry in the table.
+const internMinString = 256
+
+// interned holds the tables of TransformPod's shared values, one per type.
+var interned struct {
+	affinities  internTable[corev1.Affinity]
+	tolerations internTable[corev1.Toleration]
+	spreads     internTable[corev1.TopologySpreadConstraint]
+	strings     internTable[byte]
+}
+
+// internTable maps the digest of a value's content to the one copy that
+// cached pods share. It holds that copy weakly: once no cached pod holds it,
+// the garbage collector frees it, and a later sweep drops its entry.
+type internTable[T any] struct {
+	mu      sync.Mutex
+	entries map[[sha256.Size]byte]weak.Pointer[T]
+	// swept is the table's size after its last sweep; it sweeps again
+	// once it has doubled, so sweeping costs O(1) per insert.
+	swept int
+}
+
+// intern returns the shared copy of the value with digest key, or makes p
+// (the start of a value just decoded) the shared copy.
+func (t *internTable[T]) intern(key [sha256.Size]byte, p *T) *T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if wp, ok := t.entries[key]; ok {
+		if v := wp.Value(); v != nil {
+			return v
+		}
+	}
+	if t.entries == nil {
+		t.entries = map[[sha256.Size]byte]weak.Pointer[T]{}
+	}
+	t.entries[key] = weak.Make(p)
+	if len(t.entries) > 2*t.swept+64 {
+		for k, wp := range t.entries {
+			if wp.Value() == nil {
+				delete(t.entries, k)
+			}
+		}
+		t.swept = len(t.entries)
+	}
+	return p
+}
+
+// size is the number of entries, live or not yet swept (tests).
+func (t *internTable[T]) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}
+
+// protoMarshaler is what the API types generate; its encoding is
+// deterministic (map keys sorted), so equal values have equal digests.
+type protoMarshaler interface{ Marshal() ([]byte, error) }
+
+// digest writes v's encoding, length-prefixed, to h; it reports false if v
+// cannot be encoded, and then is not interned.
+func digest(h hash.Hash, v protoMarshaler) bool {
+	b, err := v.Marshal()
+	if err != nil {
+		return false
+	}
+	_ = binary.Write(h, binary.LittleEndian, uint64(len(b)))
+	_, _ = h.Write(b)
+	return true
+}
+
+func internAffinity(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil {
+		return nil
+	}
+	h := sha256.New()
+	if !digest(h, a) {
+		return a
+	}
+	return interned.affinities.intern([sha256.Size]byte(h.Sum(nil)), a)
+}
+
+// internSlice shares a slice by a weak pointer to its first element, from
+// which the whole slice is rebuilt: the pointer keeps the backing array, and
+// equal content has equal length.
+func internSlice[T any, PT interface {
+	*T
+	protoMarshaler
+}](t *internTable[T], s []T) []T {
+	if len(s) == 0 {
+		return s
+	}
+	h := sha256.New()
+	for i := range s {
+		if !digest(h, PT(&s[i])) {
+			return s
+		}
+	}
+	p := t.intern([sha256.Size]byte(h.Sum(nil)), &s[0])
+	return unsafe.Slice(p, len(s))
+}
+
+// internAnnotations shares the long values of a pod's Muster annotations
+// (a roles template is the same on every pod of a gang).
+func internAnnotations(m map[string]string) map[string]string {
+	for k, v := range m {
+		if len(v) < internMinString {
+			continue
+		}
+		p := interned.strings.intern(sha256.Sum256([]byte(v)), unsafe.StringData(v))
+		m[k] = unsafe.String(p, len(v))
+	}
+	return m
 }

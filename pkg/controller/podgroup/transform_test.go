@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -242,4 +244,193 @@ func BenchmarkTransformPod(b *testing.B) {
 	}
 	b.ReportMetric(float64(jsonSize(b, in)), "bytes-before/pod")
 	b.ReportMetric(float64(jsonSize(b, out)), "bytes-kept/pod")
+}
+
+// hostAffinity is a required node affinity on n host names named by prefix,
+// 14 bytes of JSON each (with a 6-character prefix).
+func hostAffinity(prefix string, n int) *corev1.Affinity {
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("%s-%06d", prefix, i)
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: values}},
+		}}},
+	}}
+}
+
+// maxHosts is how many hosts (named by a 5-character prefix) the largest
+// host affinity that the webhook accepts names: just under
+// scheduling.MaxPodSchedulingBytes of JSON.
+func maxHosts(t testing.TB) int {
+	t.Helper()
+	n := scheduling.MaxPodSchedulingBytes / 14
+	for ; n > 0; n-- {
+		b, err := json.Marshal(hostAffinity("hosta", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) <= scheduling.MaxPodSchedulingBytes {
+			break
+		}
+	}
+	return n
+}
+
+// decoded returns p as an informer would hand it to the transform: decoded
+// from JSON, so that no two pods share memory before the transform.
+func decoded(t testing.TB, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out corev1.Pod
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+func transformed(t testing.TB, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	out, err := TransformPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*corev1.Pod)
+}
+
+// TestTransformPodSharesAGangsInputs: two pods, decoded apart, with the same
+// affinity, tolerations, topology spread or long Muster annotation keep one
+// copy of it in the cache; different ones keep their own.
+func TestTransformPodSharesAGangsInputs(t *testing.T) {
+	template := strings.Repeat(`{"name":"worker","count":8}`, 20)
+	withInputs := func(affinityPrefix, taint, template string) podMod {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = hostAffinity(affinityPrefix, 50)
+			p.Spec.Tolerations = []corev1.Toleration{{Key: taint, Operator: corev1.TolerationOpExists}}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: taint, WhenUnsatisfiable: corev1.DoNotSchedule}}
+			p.Annotations = map[string]string{scheduling.RolesTemplateAnnotation: template}
+		}
+	}
+	same := func(a, b *corev1.Pod) map[string]bool {
+		return map[string]bool{
+			"affinity":    a.Spec.Affinity == b.Spec.Affinity,
+			"tolerations": &a.Spec.Tolerations[0] == &b.Spec.Tolerations[0],
+			"spread":      &a.Spec.TopologySpreadConstraints[0] == &b.Spec.TopologySpreadConstraints[0],
+			"template": unsafe.StringData(a.Annotations[scheduling.RolesTemplateAnnotation]) ==
+				unsafe.StringData(b.Annotations[scheduling.RolesTemplateAnnotation]),
+		}
+	}
+	tests := []struct {
+		name string
+		a, b podMod
+		want map[string]bool
+	}{
+		{"a gang's identical inputs are kept once", withInputs("hosta", "gpu", template), withInputs("hosta", "gpu", template),
+			map[string]bool{"affinity": true, "tolerations": true, "spread": true, "template": true}},
+		{"different inputs are kept apart", withInputs("hosta", "gpu", template), withInputs("hostb", "tpu", template+" "),
+			map[string]bool{"affinity": false, "tolerations": false, "spread": false, "template": false}},
+		{"only what is equal is shared", withInputs("hosta", "gpu", template), withInputs("hosta", "tpu", template),
+			map[string]bool{"affinity": true, "tolerations": false, "spread": false, "template": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := transformed(t, decoded(t, newPod("a", tt.a)))
+			b := transformed(t, decoded(t, newPod("b", tt.b)))
+			if got := same(a, b); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("shared %v, want %v", got, tt.want)
+			}
+			if !reflect.DeepEqual(a.Spec.Affinity, decoded(t, newPod("a", tt.a)).Spec.Affinity) {
+				t.Errorf("the kept affinity is not the pod's")
+			}
+		})
+	}
+}
+
+// heapAfter returns the live heap after a collection.
+func heapAfter() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// keptBytes returns the live heap that n transformed pods hold, each decoded
+// apart from mod(i)'s pod, per pod.
+func keptBytes(t *testing.T, n int, mod func(i int) podMod) uint64 {
+	t.Helper()
+	inputs := make([][]byte, n)
+	for i := range n {
+		b, err := json.Marshal(newPod(fmt.Sprintf("w-%d", i), mod(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[i] = b
+	}
+	kept := make([]*corev1.Pod, n)
+	before := heapAfter()
+	for i, b := range inputs {
+		var p corev1.Pod
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		kept[i] = transformed(t, &p)
+	}
+	after := heapAfter()
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(inputs)
+	if after < before {
+		return 0
+	}
+	return (after - before) / uint64(n)
+}
+
+// maxGangCacheBytes bounds what 300 gated pods of one gang, each with the
+// largest affinity the webhook accepts, may cost the pod cache: one copy of
+// the affinity (about 100 KiB decoded) and a few KiB of each pod.
+const maxGangCacheBytes = 2 << 20
+
+// TestTransformPodMemoryOfLargeAffinities prints the bytes the cache keeps
+// per pod with the largest affinity the webhook accepts, for pods whose
+// affinities all differ (each kept whole, as every pod was before
+// interning) and for a gang that shares one, and holds 300 pods of such a
+// gang under maxGangCacheBytes.
+func TestTransformPodMemoryOfLargeAffinities(t *testing.T) {
+	const n = 300
+	hosts := maxHosts(t)
+	shared := hostAffinity("hosta", hosts)
+	distinct := make([]*corev1.Affinity, n)
+	for i := range distinct {
+		distinct[i] = hostAffinity(fmt.Sprintf("h%04d", i), hosts)
+	}
+	perPodDistinct := keptBytes(t, n, func(i int) podMod { return func(p *corev1.Pod) { p.Spec.Affinity = distinct[i] } })
+	perPodShared := keptBytes(t, n, func(int) podMod { return func(p *corev1.Pod) { p.Spec.Affinity = shared } })
+	t.Logf("%d pods with a %d-value host affinity (the most under %d bytes of JSON): %d bytes kept per pod when each differs, %d when a gang shares one; %d and %d in all",
+		n, hosts,
+		scheduling.MaxPodSchedulingBytes, perPodDistinct, perPodShared, perPodDistinct*n, perPodShared*n)
+	if total := perPodShared * n; total > maxGangCacheBytes {
+		t.Errorf("%d pods of a gang with the largest affinity keep %d bytes, over %d", n, total, maxGangCacheBytes)
+	}
+}
+
+// TestInternTableForgetsWhatNoPodHolds: the table holds its values weakly and
+// sweeps their entries once they are freed, so values that come and go (pods
+// deleted, gangs finished) do not grow it.
+func TestInternTableForgetsWhatNoPodHolds(t *testing.T) {
+	var table internTable[corev1.Affinity]
+	const n = 10000
+	for i := range n {
+		a := hostAffinity(fmt.Sprintf("h%04d", i%10000), 1)
+		table.intern([32]byte{byte(i), byte(i >> 8), byte(i >> 16)}, a)
+		if i%100 == 99 {
+			runtime.GC()
+		}
+	}
+	if got := table.size(); got > n/10 {
+		t.Errorf("after %d values that nothing holds, the table has %d entries, want at most %d", n, got, n/10)
+	}
 }
