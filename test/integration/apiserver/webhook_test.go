@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -58,6 +59,15 @@ func TestPodWebhookIsServed(t *testing.T) {
 	mutated := review(pods.MutatePath, pod)
 	if !mutated.Allowed || !strings.Contains(string(mutated.Patch), scheduling.AdmissionGate) || !strings.Contains(string(mutated.Patch), scheduling.TrackingFinalizer) {
 		t.Errorf("mutate: allowed=%v patch=%s, want the gate and the finalizer added", mutated.Allowed, mutated.Patch)
+	}
+	// The API's own port no longer serves it: kube-apiserver's calls never
+	// share its priority and fairness or its anonymous authentication.
+	api, err := s.RawClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Post().AbsPath(pods.MutatePath).SetHeader("Content-Type", "application/json").Body([]byte("{}")).Do(ctx).Error(); !apierrors.IsNotFound(err) {
+		t.Errorf("POST %s on the API's port: %v, want 404", pods.MutatePath, err)
 	}
 	pod.Annotations = map[string]string{scheduling.MinCountAnnotation: "zero"}
 	denied := review(pods.ValidatePath, pod)
