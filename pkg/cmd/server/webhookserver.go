@@ -139,7 +139,7 @@ func (s *webhookServer) httpServer() *http.Server {
 		MaxHeaderBytes:    WebhookMaxHeaderBytes,
 		// A refused handshake is the caller's problem, and an attacker's
 		// many would flood the log at the default level.
-		ErrorLog: log.New(verboseWriter{s.logger.V(2)}, "", 0),
+		ErrorLog: log.New(verboseWriter{s.logger.V(4)}, "", 0),
 	}
 }
 
@@ -185,7 +185,7 @@ func (s *webhookServer) authenticate(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.verifyClient(r.TLS); err != nil {
-			s.logger.V(2).Info("Refused a webhook caller", "remote", r.RemoteAddr, "err", err)
+			s.logger.V(4).Info("Refused a webhook caller", "remote", r.RemoteAddr, "err", err)
 			http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
 			return
 		}
