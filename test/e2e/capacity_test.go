@@ -424,13 +424,14 @@ func denyMusterPodWrites(t *testing.T, ctx context.Context, ns string) {
 	}
 	t.Cleanup(func() { allowMusterPodWrites(t, context.Background(), ns) })
 	// The policy applies once kube-apiserver's policy informer has it: probe
-	// with a dry-run update as Muster until it is refused. The probe adds
-	// Muster's finalizer, a write the muster-pod-writes policy allows, so
-	// only this test's policy can refuse it.
-	probe := createPod(t, ctx, poolPod(ns, "probe", "", "1m", ""))
+	// with a dry-run update as Muster until it is refused. The probe takes
+	// Muster's finalizer off a pod of a group that does not exist, a write
+	// the muster-pod-writes policy allows, so only this test's policy can
+	// refuse it.
+	probe := createPod(t, ctx, poolPod(ns, "probe", "probe", "1m", ""))
 	impersonated := env.ImpersonatingClient(musterUser())
 	waitFor(t, ctx, "the policy to deny Muster's pod writes", func(ctx context.Context) (bool, error) {
-		patch := []byte(`{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `"]}}`)
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
 		_, err := impersonated.CoreV1().Pods(ns).Patch(ctx, probe.Name, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "holds Muster's pod writes"), nil
 	})

@@ -43,8 +43,15 @@ func QuotaWritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	for _, n := range CountedQuotaResources() {
 		counted = append(counted, celString(string(n)))
 	}
+	// kube-apiserver's type checker knows no field of a ResourceList (a map
+	// of quantities) and would report status.hard and status.used as
+	// undefined in the policy's status; read through dyn(), they are
+	// looked up on the object as it is.
+	list := func(root, field string) string {
+		return fmt.Sprintf("(has(%[1]s.status) && has(dyn(%[1]s.status).%[2]s) ? [dyn(%[1]s.status).%[2]s] : [])", root, field)
+	}
 	used := func(root string) string {
-		return fmt.Sprintf("(has(%[1]s.status) && has(%[1]s.status.used) ? %[1]s.status.used : {})", root)
+		return fmt.Sprintf("(has(%[1]s.status) && has(dyn(%[1]s.status).used) ? dyn(%[1]s.status).used : {})", root)
 	}
 	deny := func(expr, fieldPath, msg string) admissionregistrationv1.Validation {
 		return admissionregistrationv1.Validation{
@@ -71,7 +78,7 @@ func QuotaWritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		unchanged("metadata.finalizers"),
 		unchanged("metadata.ownerReferences"),
 		unchanged("spec"),
-		unchanged("status.hard"),
+		deny(list("object", "hard")+" == "+list("oldObject", "hard"), "status.hard", "it may not change this field"),
 		deny("variables.newUsed.all(k, k in variables.counted || (k in variables.oldUsed && variables.oldUsed[k] == variables.newUsed[k])) && "+
 			"variables.oldUsed.all(k, k in variables.counted || k in variables.newUsed)",
 			"status.used", "it may not change the usage of another resource"),
