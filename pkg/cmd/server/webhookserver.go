@@ -50,6 +50,14 @@ const (
 	// WebhookQueueWait is how long a read review waits for a slot before it
 	// is refused with 429.
 	WebhookQueueWait = 2 * time.Second
+	// WebhookMaxBufferedBytes bounds the request bodies held in memory at
+	// once, read or being read, counted as their bytes arrive: a body sent
+	// slowly holds only what it sent, so slow callers cannot exhaust it,
+	// while callers that send many large bodies at once are refused with
+	// 503 rather than run the process, which the controller shares, out of
+	// memory. 64 MiB is 21 reviews at pods.MaxRequestBytes, or thousands of
+	// the usual pod reviews of a few KiB; the Deployment's limit is 512 MiB.
+	WebhookMaxBufferedBytes = 64 << 20
 )
 
 // webhookServer serves the pod webhook on a listener of its own, outside
@@ -63,6 +71,8 @@ type webhookServer struct {
 	webhook  http.Handler
 	limits   webhookLimits
 	slots    chan struct{}
+	// buffered counts the body bytes held now, against limits.maxBuffered.
+	buffered atomic.Int64
 	// ready is set once the replica serves the API too, so that a new
 	// replica does not join the Service before its API does; it never goes
 	// back, as the webhook needs no storage.
@@ -78,6 +88,7 @@ type webhookServer struct {
 type webhookLimits struct {
 	readHeader, read, write, idle, queueWait time.Duration
 	maxInFlight                              int
+	maxBuffered                              int64
 }
 
 var defaultWebhookLimits = webhookLimits{
@@ -87,6 +98,7 @@ var defaultWebhookLimits = webhookLimits{
 	idle:        WebhookIdleTimeout,
 	queueWait:   WebhookQueueWait,
 	maxInFlight: WebhookMaxInFlight,
+	maxBuffered: WebhookMaxBufferedBytes,
 }
 
 func newWebhookServer(logger klog.Logger, certs dynamiccertificates.CertKeyContentProvider, clientCA dynamiccertificates.CAContentProvider, webhook http.Handler, limits webhookLimits) *webhookServer {
@@ -221,14 +233,20 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes))
+			budget := &budgetReader{r: http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes), s: s}
+			defer budget.release()
+			body, err := io.ReadAll(budget)
 			if err != nil {
 				var tooLarge *http.MaxBytesError
-				if errors.As(err, &tooLarge) {
+				switch {
+				case errors.As(err, &tooLarge):
 					http.Error(w, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes), http.StatusRequestEntityTooLarge)
-					return
+				case errors.Is(err, errOverBudget):
+					w.Header().Set("Retry-After", "1")
+					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				default:
+					http.Error(w, fmt.Sprintf("reading request body: %v", err), http.StatusBadRequest)
 				}
-				http.Error(w, fmt.Sprintf("reading request body: %v", err), http.StatusBadRequest)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -248,6 +266,31 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// errOverBudget refuses a body once WebhookMaxBufferedBytes are held.
+var errOverBudget = fmt.Errorf("the webhook holds %d bytes of request bodies, its most; retry", WebhookMaxBufferedBytes)
+
+// budgetReader counts the bytes it reads against the server's buffered
+// bytes, failing once they would pass the limit; release gives them back.
+type budgetReader struct {
+	r    io.Reader
+	s    *webhookServer
+	held int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		if b.s.buffered.Add(int64(n)) > b.s.limits.maxBuffered {
+			b.s.buffered.Add(-int64(n))
+			return 0, errOverBudget
+		}
+		b.held += int64(n)
+	}
+	return n, err
+}
+
+func (b *budgetReader) release() { b.s.buffered.Add(-b.held) }
 
 // verboseWriter logs the net/http server's own messages at a verbosity.
 type verboseWriter struct{ logger klog.Logger }

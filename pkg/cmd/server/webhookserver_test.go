@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
@@ -81,6 +82,11 @@ var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // startWebhookServer serves echo on a loopback port and returns its address
 // and the CA pool that verifies it.
 func startWebhookServer(t *testing.T, clientCA []byte, limits webhookLimits, ready bool) (string, *x509.CertPool) {
+	addr, roots, _ := startWebhookServerWith(t, clientCA, limits, ready)
+	return addr, roots
+}
+
+func startWebhookServerWith(t *testing.T, clientCA []byte, limits webhookLimits, ready bool) (string, *x509.CertPool, *webhookServer) {
 	t.Helper()
 	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
@@ -110,7 +116,7 @@ func startWebhookServer(t *testing.T, clientCA []byte, limits webhookLimits, rea
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.Addr().String(), roots
+	return l.Addr().String(), roots, ws
 }
 
 func post(client *http.Client, addr, path, body string) (int, string, error) {
@@ -253,5 +259,53 @@ func TestSlowClientsDoNotStarveTheWebhook(t *testing.T) {
 	stats := stop()
 	if stats.Connections < 200 || stats.DialErrors > 0 {
 		t.Errorf("the slow clients made %d connections (%d failed dials), want at least 200 and none failed", stats.Connections, stats.DialErrors)
+	}
+}
+
+// TestWebhookBufferedBytesBudget: bodies are counted as their bytes arrive;
+// once the budget is held, a body that would pass it is refused with 503,
+// a smaller one is still served, and every byte is given back.
+func TestWebhookBufferedBytesBudget(t *testing.T) {
+	limits := defaultWebhookLimits
+	limits.maxBuffered = 1000
+	addr, roots, ws := startWebhookServerWith(t, nil, limits, true)
+	// A caller that sent 900 bytes of a longer body and stalls.
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n", pods.MutatePath)
+	if _, err := conn.Write([]byte(head + strings.Repeat(" ", 900))); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(want func(int64) bool) wait.ConditionWithContextFunc {
+		return func(context.Context) (bool, error) { return want(ws.buffered.Load()), nil }
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, holds(func(n int64) bool { return n >= 900 })); err != nil {
+		t.Fatalf("the server holds %d bytes, want 900: %v", ws.buffered.Load(), err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	tests := []struct {
+		name string
+		body string
+		want int
+	}{
+		{"a body that would pass the budget is refused", strings.Repeat(" ", 200), http.StatusServiceUnavailable},
+		{"a body within what is left is served", strings.Repeat(" ", 50), http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, err := post(client, addr, pods.MutatePath, tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want {
+				t.Errorf("status %d, want %d", code, tt.want)
+			}
+		})
+	}
+	_ = conn.Close()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, holds(func(n int64) bool { return n == 0 })); err != nil {
+		t.Fatalf("the server still holds %d bytes after every request ended, want 0: %v", ws.buffered.Load(), err)
 	}
 }
