@@ -4,12 +4,16 @@
 // Muster's apiserver registered with the aggregator. Several clusters can
 // run at once; Cluster.Stop ends every process it started (each runs in its
 // own process group, and dies with the harness if the harness is killed).
+// Muster serves its pod webhook on a port of its own (MusterWebhookURL),
+// only to the client certificate that kube-apiserver presents through its
+// AdmissionConfiguration (admission.go, WebhookClientTLS).
 //
 // For the chaos suite, Options.MusterReplicas runs several muster-apiservers
 // behind a proxy that stands in for their Service (KillMusterReplica,
 // RestartMusterReplica, MusterLeader), Options.MusterEtcd gives Muster an
 // etcd of its own, and Restart kills etcd, Muster's etcd or kube-apiserver
-// and starts it again on the same ports with the same data.
+// and starts it again on the same ports with the same data (Kill and
+// StartAgain leave it down in between).
 //
 // The binaries come from hack/build-tools.sh. kube-controller-manager runs
 // the upstream default controllers, as on a real cluster: service accounts

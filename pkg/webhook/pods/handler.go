@@ -1,7 +1,7 @@
 // Package pods is Muster's pod admission webhook. The mutating half puts a new
 // pod of a gang behind the admission gate and the tracking finalizer; the
 // validating half checks Muster's labels and annotations on create and update.
-// muster-apiserver serves both on its secure port.
+// muster-apiserver serves both on a listener of its own (--webhook-port).
 package pods
 
 import (
