@@ -15,9 +15,10 @@ import (
 // TestSchedulingInputsAreBounded creates, through kube-apiserver, labelled
 // pods whose affinity is under and over scheduling.MaxPodSchedulingBytes,
 // plain and already prepared (gate, finalizer and managed label set by the
-// user, so the mutating webhook is not called): the validating webhook's
-// match condition sends the large ones, and they are refused naming
-// spec.affinity.
+// user, so the mutating webhook is not called), and one whose roles template
+// is over scheduling.MaxPodMusterAnnotationBytes: the validating webhook's
+// match condition sends the large ones, and they are refused naming the
+// field.
 func TestSchedulingInputsAreBounded(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -37,31 +38,45 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 		p.Finalizers = []string{scheduling.TrackingFinalizer}
 		p.Labels[scheduling.ManagedLabel] = "true"
 	}
+	// padded is a valid roles template followed by pad spaces.
+	padded := func(pad int) map[string]string {
+		return map[string]string{
+			scheduling.RoleCountAnnotation:     "1",
+			scheduling.RolesTemplateAnnotation: `[{"name":"worker","count":2,"template":{"requests":{"cpu":"1"}}}]` + strings.Repeat(" ", pad),
+		}
+	}
 	tests := []struct {
-		name     string
-		hosts    int
-		prepared bool
-		refused  bool
+		name        string
+		hosts       int
+		annotations map[string]string
+		prepared    bool
+		refused     string
 	}{
-		{"an affinity on 100 hosts is created", 100, false, false},
-		{"an affinity on 20,000 hosts is refused", 20000, false, true},
-		{"an affinity on 20,000 hosts is refused on a pod that comes prepared", 20000, true, true},
+		{"an affinity on 100 hosts is created", 100, nil, false, ""},
+		{"an affinity on 20,000 hosts is refused", 20000, nil, false, "spec.affinity"},
+		{"an affinity on 20,000 hosts is refused on a pod that comes prepared", 20000, nil, true, "spec.affinity"},
+		{"a roles template padded over 64 KiB is refused", 0, padded(scheduling.MaxPodMusterAnnotationBytes), false, scheduling.RolesTemplateAnnotation},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPod(ns, fmt.Sprintf("bound-%d", i), podOpts{group: "bound"})
-			p.Spec.Affinity = hosts(tt.hosts)
+			p := newPod(ns, fmt.Sprintf("bound-%d", i), podOpts{group: "bound", annotations: tt.annotations})
+			if tt.hosts > 0 {
+				p.Spec.Affinity = hosts(tt.hosts)
+			}
+			if tt.annotations != nil {
+				p.Labels[scheduling.RoleLabel] = "driver"
+			}
 			if tt.prepared {
 				prepare(p)
 			}
 			_, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 			switch {
-			case !tt.refused && err != nil:
+			case tt.refused == "" && err != nil:
 				t.Errorf("create: %v", err)
-			case tt.refused && err == nil:
-				t.Errorf("a pod with %d hosts in its affinity was created, want it refused", tt.hosts)
-			case tt.refused && !strings.Contains(err.Error(), "spec.affinity") || tt.refused && !strings.Contains(err.Error(), fmt.Sprint(scheduling.MaxPodSchedulingBytes)):
-				t.Errorf("refused with %q, want the field spec.affinity and the bound %d named", err, scheduling.MaxPodSchedulingBytes)
+			case tt.refused != "" && err == nil:
+				t.Errorf("created, want it refused naming %s", tt.refused)
+			case tt.refused != "" && !strings.Contains(err.Error(), tt.refused):
+				t.Errorf("refused with %q, want the field %s named", err, tt.refused)
 			}
 		})
 	}

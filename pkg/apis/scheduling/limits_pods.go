@@ -26,4 +26,20 @@ const (
 	// and seconds), so 16 of them cannot reach the bound, and a pod with
 	// the usual two or three never costs a webhook call.
 	SchedulingCheckTolerations = 16
+
+	// MaxPodMusterAnnotationBytes bounds, on the create of a pod that
+	// carries the group label, the size of the Muster annotations the
+	// controller reads (PodAnnotationKeys), keys and values together. Only
+	// the roles template can be long: up to MaxRoles roles, each with a
+	// template of requests, node selector, node affinity and tolerations;
+	// 64 KiB holds eight such templates of several KiB each. The pod cache
+	// keeps these annotations, and no other annotation of the pod.
+	MaxPodMusterAnnotationBytes = 64 << 10
 )
+
+// PodAnnotationKeys are the pod annotations the controller reads, and the
+// only annotations the pod cache keeps.
+var PodAnnotationKeys = []string{
+	MinCountAnnotation, WorkloadAnnotation, TemplateAnnotation,
+	RolesAnnotation, RoleCountAnnotation, RolesTemplateAnnotation,
+}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
-	"strings"
 	"sync"
 	"unsafe"
 	"weak"
@@ -15,9 +14,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
-
-// musterPrefix is the prefix of every label and annotation Muster reads.
-const musterPrefix = scheduling.GroupName + "/"
 
 // TransformPod is the pod informer's transform: it keeps only what the
 // controller and capacity-aware admission read, so that a user who can
@@ -30,8 +26,10 @@ const musterPrefix = scheduling.GroupName + "/"
 //   - identity (name, namespace, UID, resourceVersion, creation and
 //     deletion times): the index, events, and the UID and resourceVersion
 //     tests of every patch;
-//   - annotations under scheduling.muster.dev/: the min-count, roles and
-//     roles-template annotations;
+//   - the annotations the controller reads (scheduling.PodAnnotationKeys),
+//     and no other, even under scheduling.muster.dev/: the webhook bounds
+//     their size (scheduling.MaxPodMusterAnnotationBytes), and an unknown
+//     key would be a way round that bound;
 //   - finalizers and schedulingGates, whole: the patches address them by
 //     position;
 //   - the controller reference, only if it names a batch/v1 Job or an
@@ -74,7 +72,7 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			DeletionTimestamp:          p.DeletionTimestamp,
 			DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
 			Labels:                     p.Labels,
-			Annotations:                internAnnotations(musterKeys(p.Annotations)),
+			Annotations:                internAnnotations(readAnnotations(p.Annotations)),
 			Finalizers:                 p.Finalizers,
 			OwnerReferences:            keptOwners(p),
 		},
@@ -105,12 +103,11 @@ func TransformPod(obj interface{}) (interface{}, error) {
 	}, nil
 }
 
-// musterKeys keeps the entries of a label or annotation map whose key is
-// under scheduling.muster.dev/.
-func musterKeys(m map[string]string) map[string]string {
+// readAnnotations keeps the entries of scheduling.PodAnnotationKeys.
+func readAnnotations(m map[string]string) map[string]string {
 	var out map[string]string
-	for k, v := range m {
-		if strings.HasPrefix(k, musterPrefix) {
+	for _, k := range scheduling.PodAnnotationKeys {
+		if v, ok := m[k]; ok {
 			if out == nil {
 				out = map[string]string{}
 			}

@@ -434,3 +434,30 @@ func TestInternTableForgetsWhatNoPodHolds(t *testing.T) {
 		t.Errorf("after %d values that nothing holds, the table has %d entries, want at most %d", n, got, n/10)
 	}
 }
+
+// TestTransformPodKeepsOnlyTheAnnotationsMusterReads: the cache keeps the
+// annotations the controller reads, whose size the webhook bounds, and no
+// other, even under scheduling.muster.dev/.
+func TestTransformPodKeepsOnlyTheAnnotationsMusterReads(t *testing.T) {
+	tests := []struct {
+		key  string
+		kept bool
+	}{
+		{scheduling.MinCountAnnotation, true},
+		{scheduling.WorkloadAnnotation, true},
+		{scheduling.TemplateAnnotation, true},
+		{scheduling.RolesAnnotation, true},
+		{scheduling.RoleCountAnnotation, true},
+		{scheduling.RolesTemplateAnnotation, true},
+		{scheduling.GroupName + "/anything-else", false},
+		{"example.com/note", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			out := trimmed(t, newPod("p", annotated(tt.key, "v")))
+			if _, kept := out.Annotations[tt.key]; kept != tt.kept {
+				t.Errorf("annotation %s kept = %v, want %v", tt.key, kept, tt.kept)
+			}
+		})
+	}
+}

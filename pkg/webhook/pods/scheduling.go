@@ -49,6 +49,37 @@ func validateSchedulingInputs(pod *corev1.Pod) field.ErrorList {
 	}}
 }
 
+// validateMusterAnnotations bounds the Muster annotations that the pod cache
+// keeps: at most scheduling.MaxPodMusterAnnotationBytes, keys and values
+// together. Only the roles template can be long, and a pod that carries it
+// is always sent to the validating webhook (RolesExpression).
+func validateMusterAnnotations(pod *corev1.Pod) field.ErrorList {
+	if _, ok := pod.Labels[scheduling.PodGroupLabel]; !ok {
+		return nil
+	}
+	total, largest, largestKey := 0, 0, ""
+	for _, k := range scheduling.PodAnnotationKeys {
+		v, ok := pod.Annotations[k]
+		if !ok {
+			continue
+		}
+		total += len(k) + len(v)
+		if len(v) > largest {
+			largest, largestKey = len(v), k
+		}
+	}
+	if total <= scheduling.MaxPodMusterAnnotationBytes {
+		return nil
+	}
+	return field.ErrorList{&field.Error{
+		Type:     field.ErrorTypeTooLong,
+		Field:    annotationsPath.Key(largestKey).String(),
+		BadValue: field.OmitValueType{},
+		Detail: fmt.Sprintf("Muster's annotations are %d bytes together (this one %d); a pod with the %s label may carry at most %d, which Muster keeps in memory while the pod waits",
+			total, largest, scheduling.PodGroupLabel, scheduling.MaxPodMusterAnnotationBytes),
+	}}
+}
+
 // jsonSize is the length of v as JSON, 0 when empty.
 func jsonSize(v any, empty bool) int {
 	if empty {

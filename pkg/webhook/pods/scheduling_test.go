@@ -2,6 +2,7 @@ package pods
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,20 @@ func tolerations(n int) []corev1.Toleration {
 	return out
 }
 
+// withRolesTemplate makes the pod the driver of a gang whose roles template
+// lists n worker roles, followed by pad spaces (valid JSON still).
+func withRolesTemplate(n, pad int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		roles := make([]string, n)
+		for i := range roles {
+			roles[i] = fmt.Sprintf(`{"name":"worker-%d","count":2,"template":{"requests":{"cpu":"1"}}}`, i)
+		}
+		label(scheduling.RoleLabel, "driver")(p)
+		annotation(scheduling.RoleCountAnnotation, "1")(p)
+		annotation(scheduling.RolesTemplateAnnotation, "["+strings.Join(roles, ",")+"]"+strings.Repeat(" ", pad))(p)
+	}
+}
+
 func withScheduling(a *corev1.Affinity, t []corev1.Toleration) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Spec.Affinity, p.Spec.Tolerations = a, t }
 }
@@ -51,6 +66,10 @@ func TestValidateSchedulingInputs(t *testing.T) {
 		{"a node affinity over the bound is refused, naming spec.affinity", pod(inGroup("train"), withScheduling(hostAffinity(3000), nil)), []want{tooLong(affinityField)}},
 		{"the bound is on the sum: the largest field is named", pod(inGroup("train"), withScheduling(hostAffinity(600), tolerations(80))), []want{tooLong(tolerationsField)}},
 		{"an unlabelled pod is not Muster's to bound", pod(withScheduling(hostAffinity(20000), nil)), nil},
+
+		{"a roles template of eight roles (the pod's own and seven) is valid", pod(inGroup("train"), withRolesTemplate(7, 0)), nil},
+		{"a roles template padded over the bound is refused, naming it", pod(inGroup("train"), withRolesTemplate(1, scheduling.MaxPodMusterAnnotationBytes)),
+			[]want{tooLong("metadata.annotations[" + scheduling.RolesTemplateAnnotation + "]")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

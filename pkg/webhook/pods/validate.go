@@ -21,9 +21,11 @@ var (
 )
 
 // validateCreate checks Muster's labels and annotations on a new pod, and
-// the size of its scheduling inputs (scheduling.go).
+// the size of what the pod cache keeps of it (scheduling.go).
 func validateCreate(pod *corev1.Pod) field.ErrorList {
-	return append(validateNames(pod, nil), validateSchedulingInputs(pod)...)
+	allErrs := validateNames(pod, nil)
+	allErrs = append(allErrs, validateSchedulingInputs(pod)...)
+	return append(allErrs, validateMusterAnnotations(pod)...)
 }
 
 // validateUpdate checks a pod update: the group and managed labels never
