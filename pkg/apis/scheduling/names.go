@@ -82,6 +82,19 @@ const (
 	// under etcd's request size limit; a gang needs at most this many pods
 	// placed at once.
 	MaxPlacements = 5000
+	// MaxRolePods is the most pods a group's roles may count in all, and so
+	// any one role. Capacity-aware admission places a gang's pods, and
+	// reserves places for those created later, all at once, and it never
+	// places more than MaxPlacements pods at once, so a larger role could
+	// never be admitted; the bound also caps the work that one
+	// roles-template annotation asks of each admission cycle.
+	MaxRolePods = MaxPlacements
+	// MaxReservationTimeoutSeconds caps a role's reservationTimeoutSeconds
+	// at one hour, twelve times the controller's default
+	// --reservation-timeout: a driver creates its workers once it runs,
+	// within minutes, and capacity held longer for pods that do not exist
+	// keeps other tenants' gangs waiting on idle nodes.
+	MaxReservationTimeoutSeconds = 3600
 )
 
 // CreatedFromPodAnnotation marks a PodGroup that the controller created from

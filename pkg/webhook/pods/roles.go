@@ -13,7 +13,7 @@ import (
 // validateRoles checks the role label and the annotations that describe a
 // gang with roles (KEP-976), as the controller parses them: the role is a
 // DNS label, the number of roles is 1 to 8, a role's count is a positive
-// integer, a roles template lists valid roles (validation.RolesFromTemplate),
+// integer of at most MaxRolePods, a roles template lists valid roles (validation.RolesFromTemplate),
 // and a pod that announces roles, a count or a template names its own role.
 func validateRoles(labels, ann map[string]string) field.ErrorList {
 	var allErrs field.ErrorList
@@ -28,8 +28,12 @@ func validateRoles(labels, ann map[string]string) field.ErrorList {
 		}
 	}
 	if v, ok := ann[scheduling.RoleCountAnnotation]; ok {
-		if _, valid := scheduling.RoleCount(ann); !valid {
+		switch n, valid := scheduling.RoleCount(ann); {
+		case !valid:
 			allErrs = append(allErrs, field.Invalid(annotationsPath.Key(scheduling.RoleCountAnnotation), v, "must be a positive 32-bit integer in base 10, such as \"4\""))
+		case n > scheduling.MaxRolePods:
+			allErrs = append(allErrs, field.Invalid(annotationsPath.Key(scheduling.RoleCountAnnotation), v,
+				fmt.Sprintf("must be at most %d: a gang never has more pods placed at once", scheduling.MaxRolePods)))
 		}
 	}
 	if v, ok := ann[scheduling.RolesTemplateAnnotation]; ok && hasRole {

@@ -43,6 +43,11 @@ func TestValidateRolesOnCreate(t *testing.T) {
 			[]want{required(rolesTemplateField + "[0].template")}, "required when createdLater is true"},
 		{"a roles template needs the role label", pod(inGroup("spark"), tmpl(`[{"name":"worker","count":8,"template":{}}]`)), []want{required(roleField)},
 			"must be set when annotation scheduling.muster.dev/roles-template is set"},
+		{"the role count is at most MaxRolePods", pod(inGroup("spark"), role("worker"), roles("2"), count("5001")), []want{invalid(roleCountField)}, "must be at most 5000"},
+		{"a roles template of 2,000,000 workers", pod(inGroup("spark"), role("driver"), tmpl(`[{"name":"worker","count":2000000,"template":{}}]`)),
+			[]want{invalid(rolesTemplateField + "[0].count")}, "must be at most 5000"},
+		{"a roles template's reservation is at most an hour", pod(inGroup("spark"), role("driver"), tmpl(`[{"name":"worker","count":8,"reservationTimeoutSeconds":2147483647,"template":{}}]`)),
+			[]want{invalid(rolesTemplateField + "[0].reservationTimeoutSeconds")}, "must be at most 3600"},
 		{"a count needs the role label", pod(inGroup("spark"), count("3")), []want{required(roleField)}, "must be set when annotation scheduling.muster.dev/role-count is set"},
 	}
 	for _, tt := range tests {

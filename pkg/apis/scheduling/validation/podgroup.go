@@ -20,7 +20,8 @@ import (
 // ValidatePodGroup checks a PodGroup on create, after defaulting.
 func ValidatePodGroup(pg *scheduling.PodGroup) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&pg.ObjectMeta, true, ValidatePodGroupName, field.NewPath("metadata"))
-	return append(allErrs, validatePodGroupSpec(&pg.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validatePodGroupSpec(&pg.Spec, field.NewPath("spec"))...)
+	return append(allErrs, validateRoleBounds(pg.Spec.Roles, nil, field.NewPath("spec", "roles"))...)
 }
 
 // generatedSuffixLength is what generateName appends to a prefix.
@@ -53,6 +54,7 @@ func ValidatePodGroupUpdate(pg, old *scheduling.PodGroup) field.ErrorList {
 	allErrs = append(allErrs, validatePolicyKindUnchanged(&pg.Spec.SchedulingPolicy, &old.Spec.SchedulingPolicy, specPath.Child("schedulingPolicy"))...)
 	allErrs = append(allErrs, validateGatesOnlyRemoved(pg.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
 	allErrs = append(allErrs, validateRolesUpdate(pg.Spec.Roles, old.Spec.Roles, specPath.Child("roles"))...)
+	allErrs = append(allErrs, validateRoleBounds(pg.Spec.Roles, old.Spec.Roles, specPath.Child("roles"))...)
 	return allErrs
 }
 

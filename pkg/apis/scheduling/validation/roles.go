@@ -73,6 +73,45 @@ func validateRoles(roles []scheduling.PodGroupRole, policy *scheduling.PodGroupS
 	return allErrs
 }
 
+// validateRoleBounds checks the bounds one tenant's roles may ask of the
+// controller: at most MaxRolePods pods in all (so in any one role), and a
+// reservation timeout of at most MaxReservationTimeoutSeconds. old holds the
+// roles before an update, nil on create: a value above its bound that is
+// not new (stored before the bound existed) stays valid, so that such a
+// group can still be updated, lowered and deleted; the controller refuses
+// to admit it.
+func validateRoleBounds(roles, old []scheduling.PodGroupRole, rolesPath *field.Path) field.ErrorList {
+	oldByName := make(map[string]*scheduling.PodGroupRole, len(old))
+	var oldSum int64
+	for i := range old {
+		oldByName[old[i].Name] = &old[i]
+		oldSum += int64(old[i].Count)
+	}
+	var allErrs field.ErrorList
+	var sum int64
+	over := false
+	for i := range roles {
+		r, o := &roles[i], oldByName[roles[i].Name]
+		p := rolesPath.Index(i)
+		sum += int64(r.Count)
+		if r.Count > scheduling.MaxRolePods && (o == nil || r.Count > o.Count) {
+			over = true
+			allErrs = append(allErrs, field.Invalid(p.Child("count"), r.Count,
+				fmt.Sprintf("must be at most %d: a gang never has more pods placed at once", scheduling.MaxRolePods)))
+		}
+		if t := r.ReservationTimeoutSeconds; t != nil && *t > scheduling.MaxReservationTimeoutSeconds &&
+			(o == nil || o.ReservationTimeoutSeconds == nil || *t != *o.ReservationTimeoutSeconds) {
+			allErrs = append(allErrs, field.Invalid(p.Child("reservationTimeoutSeconds"), *t,
+				fmt.Sprintf("must be at most %d (one hour): capacity is not held longer for pods that do not exist", scheduling.MaxReservationTimeoutSeconds)))
+		}
+	}
+	if !over && sum > scheduling.MaxRolePods && (old == nil || sum > oldSum) {
+		allErrs = append(allErrs, field.Invalid(rolesPath, sum,
+			fmt.Sprintf("the roles' counts must add up to at most %d: a gang never has more pods placed at once", scheduling.MaxRolePods)))
+	}
+	return allErrs
+}
+
 // validateRoleTemplate checks the fields capacity-aware admission reads as
 // the pod validation of kube-apiserver would check them on a pod.
 func validateRoleTemplate(t *scheduling.PodGroupRoleTemplate, fldPath *field.Path) field.ErrorList {

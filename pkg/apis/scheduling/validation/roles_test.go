@@ -113,6 +113,14 @@ func TestValidatePodGroupRoles(t *testing.T) {
 			[]ruleWant{{forbidden("spec.roles[1].reservationTimeoutSeconds"), "may only be set when createdLater is true"}}},
 		{"a reservation timeout is at least 1", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 0))),
 			[]ruleWant{{invalid("spec.roles[1].reservationTimeoutSeconds"), "greater than or equal to 1"}}},
+		{"a group of MaxRolePods pods is valid", podGroup(roles(5000, role("driver", 1), later("worker", 4999))), nil},
+		{"a role of more than MaxRolePods pods is invalid", podGroup(roles(2_000_001, role("driver", 1), later("worker", 2_000_000))),
+			[]ruleWant{{invalid("spec.roles[1].count"), "must be at most 5000"}}},
+		{"roles of more than MaxRolePods pods in all are invalid", podGroup(roles(5001, role("driver", 1), later("worker", 5000))),
+			[]ruleWant{{invalid("spec.roles"), "must add up to at most 5000"}}},
+		{"a reservation timeout of one hour is valid", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 3600))), nil},
+		{"a reservation timeout is at most one hour", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 2147483647))),
+			[]ruleWant{{invalid("spec.roles[1].reservationTimeoutSeconds"), "must be at most 3600"}}},
 		{"negative requests are invalid", podGroup(roles(2, role("driver", 1), withTemplate(role("worker", 1), func(t *scheduling.PodGroupRoleTemplate) {
 			t.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}
 		}))), []ruleWant{{invalid("spec.roles[1].template.requests[cpu]"), "greater than or equal to 0"}}},
@@ -164,6 +172,18 @@ func TestValidatePodGroupRolesUpdate(t *testing.T) {
 		{"createdLater cannot change", podGroup(roles(9, role("driver", 1), later("worker", 8))),
 			podGroup(roles(9, role("driver", 1), func() scheduling.PodGroupRole { r := later("worker", 8); r.CreatedLater = false; return r }())),
 			[]ruleWant{{forbidden("spec.roles[1]"), "only count may change after creation"}}},
+		{"a count stored above the bound may stay", podGroup(roles(6001, role("driver", 1), later("worker", 6000))),
+			podGroup(roles(6001, role("driver", 1), later("worker", 6000))), nil},
+		{"a count stored above the bound may be lowered", podGroup(roles(6001, role("driver", 1), later("worker", 6000))),
+			podGroup(roles(5501, role("driver", 1), later("worker", 5500))), nil},
+		{"a count cannot be raised above the bound", podGroup(roles(4001, role("driver", 1), later("worker", 4000))),
+			podGroup(roles(5002, role("driver", 1), later("worker", 5001))),
+			[]ruleWant{{invalid("spec.roles[1].count"), "must be at most 5000"}}},
+		{"counts cannot be raised above the bound in all", podGroup(roles(4001, role("driver", 1), later("worker", 4000))),
+			podGroup(roles(5001, role("driver", 1), later("worker", 5000))),
+			[]ruleWant{{invalid("spec.roles"), "must add up to at most 5000"}}},
+		{"a timeout stored above the bound may stay", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 86400))),
+			podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 86400))), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,12 +264,16 @@ func TestValidateWorkloadRoles(t *testing.T) {
 		expectRules(t, ValidateWorkload(workload(tplRoles(3, role("driver", 1), role("worker", 4)))),
 			ruleWant{invalid("spec.podGroupTemplates[0].schedulingPolicy.gang.minCount"), "must equal the sum of spec.podGroupTemplates[0].roles[*].count (5)"})
 		expectRules(t, ValidateWorkload(workload(tplRoles(9, nRoles(9)...))), ruleWant{tooMany("spec.podGroupTemplates[0].roles"), "at most 8"})
+		expectRules(t, ValidateWorkload(workload(tplRoles(5001, role("driver", 1), role("worker", 5000)))),
+			ruleWant{invalid("spec.podGroupTemplates[0].roles"), "must add up to at most 5000"})
 	})
 	t.Run("update", func(t *testing.T) {
 		old := workload(tplRoles(5, role("driver", 1), role("worker", 4)))
 		expectRules(t, ValidateWorkloadUpdate(workload(tplRoles(9, role("driver", 1), role("worker", 8))), old))
 		expectRules(t, ValidateWorkloadUpdate(workload(tplRoles(5, role("driver", 1), role("executor", 4))), old),
 			ruleWant{forbidden("spec.podGroupTemplates[0].roles[1]"), "only count may change after creation"})
+		expectRules(t, ValidateWorkloadUpdate(workload(tplRoles(5002, role("driver", 1), role("worker", 5001))), old),
+			ruleWant{invalid("spec.podGroupTemplates[0].roles[1].count"), "must be at most 5000"})
 		expectRules(t, ValidateWorkloadUpdate(workload(tplRoles(1, role("driver", 1))), old),
 			ruleWant{forbidden("spec.podGroupTemplates[0].roles"), "cannot be added or removed"})
 	})

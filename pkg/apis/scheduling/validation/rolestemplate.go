@@ -64,6 +64,7 @@ func RolesFromTemplate(value, own string, ownCount int32, fldPath *field.Path) (
 	}
 	gang := &scheduling.PodGroupSchedulingPolicy{Gang: &scheduling.GangSchedulingPolicy{MinCount: int32(sum)}}
 	allErrs = append(allErrs, validateRoles(internal, gang, fldPath, fldPath)...)
+	allErrs = append(allErrs, validateRoleBounds(internal, nil, fldPath)...)
 	if len(allErrs) > 0 {
 		return nil, allErrs
 	}

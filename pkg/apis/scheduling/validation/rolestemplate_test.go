@@ -38,6 +38,12 @@ func TestRolesFromTemplate(t *testing.T) {
 			want: []ruleWant{{invalid(at("[0]")), "the pod's own role exists already"}}},
 		{name: "too many roles", value: `[{"name":"a","count":1,"template":{}},{"name":"b","count":1,"template":{}},{"name":"c","count":1,"template":{}},{"name":"d","count":1,"template":{}},{"name":"e","count":1,"template":{}},{"name":"f","count":1,"template":{}},{"name":"g","count":1,"template":{}},{"name":"h","count":1,"template":{}}]`, ownCount: 1,
 			want: []ruleWant{{tooMany(at("")), "must have at most 8 items"}}},
+		{name: "a role of 2,000,000 workers", value: `[{"name":"worker","count":2000000,"template":{}}]`, ownCount: 1,
+			want: []ruleWant{{invalid(at("[0].count")), "must be at most 5000"}}},
+		{name: "roles of more than 5,000 pods in all", value: `[{"name":"worker","count":5000,"template":{}}]`, ownCount: 1,
+			want: []ruleWant{{invalid(at("")), "must add up to at most 5000"}}},
+		{name: "a 68-year reservation", value: `[{"name":"worker","count":8,"reservationTimeoutSeconds":2147483647,"template":{}}]`, ownCount: 1,
+			want: []ruleWant{{invalid(at("[0].reservationTimeoutSeconds")), "must be at most 3600"}}},
 		{name: "counts that overflow minCount", value: `[{"name":"a","count":2147483647,"template":{}}]`, ownCount: 1,
 			want: []ruleWant{{invalid(at("")), "add up to at most 2147483647"}}},
 	}

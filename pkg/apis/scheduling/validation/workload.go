@@ -18,7 +18,11 @@ const nameRequired = "name is required"
 // ValidateWorkload checks a Workload on create.
 func ValidateWorkload(w *scheduling.Workload) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&w.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(allErrs, validateWorkloadSpec(&w.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateWorkloadSpec(&w.Spec, field.NewPath("spec"))...)
+	for i, t := range w.Spec.PodGroupTemplates {
+		allErrs = append(allErrs, validateRoleBounds(t.Roles, nil, field.NewPath("spec", "podGroupTemplates").Index(i).Child("roles"))...)
+	}
+	return allErrs
 }
 
 // ValidateWorkloadUpdate checks a Workload update: the template set is fixed
@@ -54,6 +58,7 @@ func ValidateWorkloadUpdate(w, old *scheduling.Workload) field.ErrorList {
 			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "only schedulingPolicy and the roles' counts may change after creation"))
 		}
 		allErrs = append(allErrs, validateRolesUpdate(t.Roles, o.Roles, tplPath.Index(i).Child("roles"))...)
+		allErrs = append(allErrs, validateRoleBounds(t.Roles, o.Roles, tplPath.Index(i).Child("roles"))...)
 	}
 	for name := range oldByName {
 		if !seen.Has(name) {
