@@ -46,19 +46,26 @@ type Verdict struct {
 	Reason, Message string
 }
 
-// Admit runs one admission cycle on s: candidates are taken in order
-// (admitted groups' pods first, then gangs by priority, higher first, then
-// by creation time), and each gang is placed whole or not at all. Admitted
-// placements are committed to s, so that later candidates see them.
+// Admit runs one admission cycle on s: candidates are taken in order (by
+// priority, higher first; among equal priority admitted groups' pods
+// first, then by creation time), and each gang is placed whole or not at
+// all. Admitted placements are committed to s, so that later candidates
+// see them.
+//
+// Priority comes first for joiners too: a pod that joins an admitted group
+// is placed alone and at once, so if joiners went before every gang, a
+// tenant whose group is admitted could keep adding pods and hold capacity
+// ahead of any higher-priority gang. Among equal priority they still go
+// first, since their group already runs and waits for them.
 func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Verdict {
 	cands := append([]Candidate(nil), candidates...)
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
-		if (a.Need == 0) != (b.Need == 0) {
-			return a.Need == 0
-		}
 		if a.Priority != b.Priority {
 			return a.Priority > b.Priority
+		}
+		if (a.Need == 0) != (b.Need == 0) {
+			return a.Need == 0
 		}
 		if !a.Created.Equal(b.Created) {
 			return a.Created.Before(b.Created)
@@ -76,7 +83,9 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 		head     string
 	)
 	for _, c := range cands {
-		if head != "" && c.Need > 0 {
+		// Under StrictFIFO nothing goes behind the head, joiners neither:
+		// they come after it only when their priority is lower.
+		if head != "" {
 			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonQueued,
 				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
 			continue

@@ -19,6 +19,11 @@ func TestAdmit(t *testing.T) {
 	joiner := func(key string, n int, cpu string) Candidate {
 		return Candidate{Key: key, Created: t0, Pods: pods(key, n, cpu)}
 	}
+	joinerAt := func(key string, prio int32, n int, cpu string) Candidate {
+		c := joiner(key, n, cpu)
+		c.Priority = prio
+		return c
+	}
 	fourNodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
 	type outcome struct {
 		Admit  bool
@@ -86,10 +91,44 @@ func TestAdmit(t *testing.T) {
 			want:       map[string]outcome{"huge": {Reason: scheduling.ReasonExceedsClusterCapacity}, "small": {Admit: true, Pods: 2}},
 		},
 		{
-			name:       "pods of an admitted group are placed first, one by one, as far as they fit",
+			name:       "pods of an admitted group go before a gang of equal priority, one by one, as far as they fit",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
+			candidates: []Candidate{gang("new", 0, 0, 2, "1"), joiner("running", 3, "1")},
+			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: scheduling.ReasonInsufficientCapacity}},
+		},
+		{
+			name:       "pods of an admitted group of lower priority go after a higher-priority gang, in what it leaves",
 			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
 			candidates: []Candidate{gang("new", 10, 0, 2, "1"), joiner("running", 3, "1")},
+			want:       map[string]outcome{"new": {Admit: true, Pods: 2}, "running": {Admit: true, Pods: 2}},
+		},
+		{
+			name:       "pods of an admitted group of higher priority go before a gang",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
+			candidates: []Candidate{gang("new", 0, 0, 2, "1"), joinerAt("running", 10, 3, "1")},
 			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: scheduling.ReasonInsufficientCapacity}},
+		},
+		{
+			name:       "a lower-priority joiner cannot take what a higher-priority gang needs",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi"), node("b", "4", "8Gi")},
+			candidates: []Candidate{joinerAt("tenant", -5, 8, "1"), gang("urgent", 5, 0, 8, "1")},
+			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}},
+		},
+		{
+			name:       "StrictFIFO: a lower-priority joiner waits behind the head",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
+			bound:      []*corev1.Pod{pod("x", "2", onNode("a"))},
+			candidates: []Candidate{gang("head", 10, 0, 3, "1"), joiner("running", 1, "1")},
+			strategy:   StrictFIFO,
+			want:       map[string]outcome{"head": {Reason: scheduling.ReasonInsufficientCapacity}, "running": {Reason: scheduling.ReasonQueued}},
+		},
+		{
+			name:       "StrictFIFO: a joiner of the head's priority goes before it",
+			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
+			bound:      []*corev1.Pod{pod("x", "2", onNode("a"))},
+			candidates: []Candidate{gang("head", 0, 0, 3, "1"), joiner("running", 1, "1")},
+			strategy:   StrictFIFO,
+			want:       map[string]outcome{"head": {Reason: scheduling.ReasonInsufficientCapacity}, "running": {Admit: true, Pods: 1}},
 		},
 		{
 			name:       "pods beyond the need that fit are admitted with the gang",
