@@ -56,12 +56,18 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 		{"an affinity on 20,000 hosts is refused", 20000, nil, false, "spec.affinity"},
 		{"an affinity on 20,000 hosts is refused on a pod that comes prepared", 20000, nil, true, "spec.affinity"},
 		{"a roles template padded over 64 KiB is refused", 0, padded(scheduling.MaxPodMusterAnnotationBytes), false, scheduling.RolesTemplateAnnotation},
+		{"100 labels of the longest key and value are refused", -100, nil, false, "metadata.labels"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPod(ns, fmt.Sprintf("bound-%d", i), podOpts{group: "bound", annotations: tt.annotations})
-			if tt.hosts > 0 {
+			switch {
+			case tt.hosts > 0:
 				p.Spec.Affinity = hosts(tt.hosts)
+			case tt.hosts < 0: // that many long labels
+				for j := range -tt.hosts {
+					p.Labels[fmt.Sprintf("%0253d/%063d", j, j)] = strings.Repeat("v", 63)
+				}
 			}
 			if tt.annotations != nil {
 				p.Labels[scheduling.RoleLabel] = "driver"

@@ -35,6 +35,19 @@ const (
 	// 64 KiB holds eight such templates of several KiB each. The pod cache
 	// keeps these annotations, and no other annotation of the pod.
 	MaxPodMusterAnnotationBytes = 64 << 10
+
+	// MaxPodLabelBytes bounds, on the create of a pod that carries the
+	// group label, the size of its labels, keys and values together. The
+	// pod cache keeps every label, since other pods' affinity selects on
+	// them. Real pods carry a few dozen labels, a few KiB; 32 KiB is more
+	// than 80 labels of the longest key and value the API accepts.
+	MaxPodLabelBytes = 32 << 10
+
+	// LabelCheckCount is how many labels a labelled pod may carry before
+	// its create is sent to the validating webhook to be measured against
+	// MaxPodLabelBytes: a label is at most 386 bytes (a 317-character key
+	// and a 63-character value), so 64 of them cannot reach the bound.
+	LabelCheckCount = 64
 )
 
 // PodAnnotationKeys are the pod annotations the controller reads, and the

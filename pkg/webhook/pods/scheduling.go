@@ -80,6 +80,28 @@ func validateMusterAnnotations(pod *corev1.Pod) field.ErrorList {
 	}}
 }
 
+// validateLabelSize bounds the labels that the pod cache keeps whole: at most
+// scheduling.MaxPodLabelBytes, keys and values together.
+func validateLabelSize(pod *corev1.Pod) field.ErrorList {
+	if _, ok := pod.Labels[scheduling.PodGroupLabel]; !ok {
+		return nil
+	}
+	total := 0
+	for k, v := range pod.Labels {
+		total += len(k) + len(v)
+	}
+	if total <= scheduling.MaxPodLabelBytes {
+		return nil
+	}
+	return field.ErrorList{&field.Error{
+		Type:     field.ErrorTypeTooLong,
+		Field:    labelsPath.String(),
+		BadValue: field.OmitValueType{},
+		Detail: fmt.Sprintf("the %d labels are %d bytes together; a pod with the %s label may carry at most %d, which Muster keeps in memory while the pod waits",
+			len(pod.Labels), total, scheduling.PodGroupLabel, scheduling.MaxPodLabelBytes),
+	}}
+}
+
 // jsonSize is the length of v as JSON, 0 when empty.
 func jsonSize(v any, empty bool) int {
 	if empty {
@@ -95,10 +117,13 @@ func jsonSize(v any, empty bool) int {
 }
 
 // SchedulingExpression holds for a labelled pod whose scheduling inputs may
-// be over scheduling.MaxPodSchedulingBytes, which only Go can measure: it has
-// an affinity, topology spread constraints, or more tolerations than
-// scheduling.SchedulingCheckTolerations. The validating webhook is called for
-// those creates and no others but the pods with roles.
+// be over scheduling.MaxPodSchedulingBytes, or its labels over
+// scheduling.MaxPodLabelBytes, which only Go measures: it has an affinity,
+// topology spread constraints, more tolerations than
+// scheduling.SchedulingCheckTolerations or more labels than
+// scheduling.LabelCheckCount. The validating webhook is called for those
+// creates and no others but the pods with roles.
 var SchedulingExpression = fmt.Sprintf("has(object.spec.affinity) || "+
 	"(has(object.spec.topologySpreadConstraints) && size(object.spec.topologySpreadConstraints) > 0) || "+
-	"(has(object.spec.tolerations) && size(object.spec.tolerations) > %d)", scheduling.SchedulingCheckTolerations)
+	"(has(object.spec.tolerations) && size(object.spec.tolerations) > %d) || "+
+	"(has(object.metadata.labels) && size(object.metadata.labels) > %d)", scheduling.SchedulingCheckTolerations, scheduling.LabelCheckCount)

@@ -33,6 +33,15 @@ func tolerations(n int) []corev1.Toleration {
 	return out
 }
 
+// withLabels adds n labels of the longest key and value the API accepts.
+func withLabels(n int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for i := range n {
+			label(fmt.Sprintf("%0253d/%063d", i, i), strings.Repeat("v", 63))(p)
+		}
+	}
+}
+
 // withRolesTemplate makes the pod the driver of a gang whose roles template
 // lists n worker roles, followed by pad spaces (valid JSON still).
 func withRolesTemplate(n, pad int) func(*corev1.Pod) {
@@ -67,6 +76,9 @@ func TestValidateSchedulingInputs(t *testing.T) {
 		{"the bound is on the sum: the largest field is named", pod(inGroup("train"), withScheduling(hostAffinity(600), tolerations(80))), []want{tooLong(tolerationsField)}},
 		{"an unlabelled pod is not Muster's to bound", pod(withScheduling(hostAffinity(20000), nil)), nil},
 
+		{"64 labels of the longest key and value are valid", pod(inGroup("train"), withLabels(63)), nil},
+		{"labels over the bound are refused, naming metadata.labels", pod(inGroup("train"), withLabels(100)), []want{tooLong("metadata.labels")}},
+
 		{"a roles template of eight roles (the pod's own and seven) is valid", pod(inGroup("train"), withRolesTemplate(7, 0)), nil},
 		{"a roles template padded over the bound is refused, naming it", pod(inGroup("train"), withRolesTemplate(1, scheduling.MaxPodMusterAnnotationBytes)),
 			[]want{tooLong("metadata.annotations[" + scheduling.RolesTemplateAnnotation + "]")}},
@@ -93,5 +105,14 @@ func TestToleratedCountCannotReachTheBound(t *testing.T) {
 	if n := jsonSize(p.Spec.Tolerations, false); n > scheduling.MaxPodSchedulingBytes {
 		t.Errorf("%d of the largest tolerations are %d bytes, over the bound %d: the match condition would let them through unmeasured",
 			scheduling.SchedulingCheckTolerations, n, scheduling.MaxPodSchedulingBytes)
+	}
+}
+
+// TestLabelCountCannotReachTheBound: a pod the validating webhook's match
+// condition does not send for its labels (at most LabelCheckCount) is always
+// within MaxPodLabelBytes.
+func TestLabelCountCannotReachTheBound(t *testing.T) {
+	if errs := validateLabelSize(pod(inGroup("train"), withLabels(scheduling.LabelCheckCount-1))); len(errs) != 0 {
+		t.Errorf("%d of the longest labels are refused: the match condition would let such a pod through unmeasured: %v", scheduling.LabelCheckCount, errs)
 	}
 }

@@ -25,6 +25,7 @@ var (
 func validateCreate(pod *corev1.Pod) field.ErrorList {
 	allErrs := validateNames(pod, nil)
 	allErrs = append(allErrs, validateSchedulingInputs(pod)...)
+	allErrs = append(allErrs, validateLabelSize(pod)...)
 	return append(allErrs, validateMusterAnnotations(pod)...)
 }
 
@@ -81,10 +82,16 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 	return allErrs
 }
 
-// validateMinCount accepts what the controller parses into gang.minCount.
+// minCountRule is the min-count annotation's rule, as both the policy and
+// the webhook say it.
+var minCountRule = fmt.Sprintf(`must be a positive integer in base 10, such as "8", at most %d (MaxGangMinCount): a gang's placements are recorded in its status, which holds %d`,
+	scheduling.MaxGangMinCount, scheduling.MaxPlacements)
+
+// validateMinCount accepts what the controller parses into gang.minCount,
+// up to the largest gang it can admit.
 func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
-	if _, ok := scheduling.ParseMinCount(v); !ok {
-		return field.ErrorList{field.Invalid(fldPath, v, "must be a positive 32-bit integer in base 10, such as \"8\"")}
+	if n, ok := scheduling.ParseMinCount(v); !ok || n > scheduling.MaxGangMinCount {
+		return field.ErrorList{field.Invalid(fldPath, v, minCountRule)}
 	}
 	return nil
 }
