@@ -196,7 +196,7 @@ func TestHandlerValidate(t *testing.T) {
 			path:        ValidatePath,
 			review:      reviewRequest(t, admissionv1.Create, pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "0")), nil),
 			wantCode:    http.StatusUnprocessableEntity,
-			wantMessage: `Pod "worker-0" is invalid: metadata.annotations[scheduling.muster.dev/min-count]: Invalid value: "0": must be a positive 32-bit integer`,
+			wantMessage: `Pod "worker-0" is invalid: metadata.annotations[scheduling.muster.dev/min-count]: Invalid value: "0": must be a positive integer`,
 			wantCause:   minCountField,
 		},
 		{

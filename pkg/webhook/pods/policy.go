@@ -65,8 +65,8 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		immutableLabel("Managed", scheduling.ManagedLabel, "only Muster's webhook sets it, when it adds the admission gate and tracking finalizer at creation"),
 		{
 			Expression: fmt.Sprintf("variables.newMinCount.size() == 0 || variables.newMinCount == variables.oldMinCount || "+
-				"(variables.newMinCount[0].matches('%s') && int(variables.newMinCount[0]) >= 1 && int(variables.newMinCount[0]) <= 2147483647)", minCountRegexp),
-			MessageExpression: invalidMessage(annotations, scheduling.MinCountAnnotation, "variables.newMinCount[0]", `must be a positive 32-bit integer in base 10, such as "8"`),
+				"(variables.newMinCount[0].matches('%s') && int(variables.newMinCount[0]) >= 1 && int(variables.newMinCount[0]) <= %d)", minCountRegexp, scheduling.MaxGangMinCount),
+			MessageExpression: invalidMessage(annotations, scheduling.MinCountAnnotation, "variables.newMinCount[0]", minCountRule),
 			Reason:            ptr.To(metav1.StatusReasonInvalid),
 		},
 		{

@@ -84,7 +84,7 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 
 // minCountRule is the min-count annotation's rule, as both the policy and
 // the webhook say it.
-var minCountRule = fmt.Sprintf(`must be a positive integer in base 10, such as "8", at most %d (MaxGangMinCount): a gang's placements are recorded in its status, which holds %d`,
+var minCountRule = fmt.Sprintf(`must be a positive integer in base 10, such as "8", at most %d (MaxGangMinCount): the placements of a gang are recorded in its status, which holds %d`,
 	scheduling.MaxGangMinCount, scheduling.MaxPlacements)
 
 // validateMinCount accepts what the controller parses into gang.minCount,

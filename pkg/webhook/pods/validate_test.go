@@ -67,7 +67,8 @@ func TestValidateCreate(t *testing.T) {
 		{"a group name is valid", pod(inGroup("train")), nil},
 		{"a dotted group name is a valid DNS subdomain", pod(inGroup("train.v1")), nil},
 		{"min-count 1 is valid", pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "1")), nil},
-		{"min-count at the int32 maximum is valid", pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "2147483647")), nil},
+		{"min-count at MaxGangMinCount is valid", pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "5000")), nil},
+		{"min-count above MaxGangMinCount is invalid: no larger gang can be admitted", pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "5001")), []want{invalid(minCountField)}},
 		{"workload and template together are valid", pod(inGroup("train"), annotation(scheduling.WorkloadAnnotation, "train.v1"), annotation(scheduling.TemplateAnnotation, "workers")), nil},
 
 		{"the group label must not be empty", pod(inGroup("")), []want{required(groupField)}},
