@@ -30,8 +30,11 @@ type Candidate struct {
 	Created  time.Time
 	// Pods are the group's gated, active pods.
 	Pods []*corev1.Pod
-	// Need is how many of Pods must fit for the group to be admitted, all at
-	// once. Zero marks an admitted group, whose pods are placed one by one
+	// Copies are pods not yet created that must fit with Pods: the missing
+	// pods of roles created later, placed from their role's template.
+	Copies []Copies
+	// Need is how many of Pods and Copies must fit for the group to be
+	// admitted, all at once. Zero marks an admitted group, whose pods are placed one by one
 	// as they fit (replacements, or pods beyond minCount).
 	Need int
 }
@@ -39,9 +42,11 @@ type Candidate struct {
 // Verdict is an admission cycle's decision for one candidate.
 type Verdict struct {
 	Key string
-	// Admit says that the pods in Assignments are to be pinned and released.
+	// Admit says that the pods in Assignments are to be pinned and released,
+	// and the places in Copies reserved.
 	Admit       bool
 	Assignments []Assignment
+	Copies      []CopiesOnNode
 	// Reason and Message say why a gang waits, when it does not fit.
 	Reason, Message string
 }
@@ -90,11 +95,11 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
 			continue
 		}
-		res := s.Place(c.Pods)
-		if c.Need == 0 || len(res.Assignments) >= c.Need {
-			if len(res.Assignments) > 0 {
+		res := s.Place(c.Pods, c.Copies...)
+		if c.Need == 0 || res.Placed() >= c.Need {
+			if res.Placed() > 0 {
 				s.Commit(res)
-				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments})
+				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments, Copies: res.Copies})
 			} else {
 				s.Discard(res)
 			}
@@ -105,16 +110,16 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 			if empty == nil {
 				empty = s.Empty()
 			}
-			idle := empty.Place(c.Pods)
+			idle := empty.Place(c.Pods, c.Copies...)
 			empty.Discard(idle)
-			if len(idle.Assignments) < c.Need {
+			if idle.Placed() < c.Need {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonExceedsClusterCapacity,
-					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, len(idle.Assignments), idle.Short)})
+					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, idle.Placed(), idle.Short)})
 				continue
 			}
 		}
 		verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonInsufficientCapacity,
-			Message: fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, len(res.Assignments), res.Short)})
+			Message: fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, res.Placed(), res.Short)})
 		if strategy == StrictFIFO {
 			head = c.Key
 		}

@@ -27,6 +27,8 @@ type Assignment struct {
 type Result struct {
 	// Assignments are the pods that fit, each on its node.
 	Assignments []Assignment
+	// Copies are the copies that fit, by node.
+	Copies []CopiesOnNode
 	// Unplaced is how many pods did not fit.
 	Unplaced int
 	// Short says why pods did not fit; empty when all did.
@@ -43,9 +45,18 @@ type reservation struct {
 	node  string
 }
 
-// Place finds a node for as many of pods as fit, without changing the
-// snapshot; Commit applies a result that is accepted, Discard drops one
-// that is not.
+// Placed is how many pods and copies fit.
+func (r Result) Placed() int {
+	n := len(r.Assignments)
+	for _, c := range r.Copies {
+		n += c.Count
+	}
+	return n
+}
+
+// Place finds a node for as many of pods and copies as fit, without
+// changing the snapshot; Commit applies a result that is accepted, Discard
+// drops one that is not.
 //
 // Where a pod may run is decided by kube-scheduler's own PreFilter and
 // Filter plugins (filters.go), run on the snapshot with the pods placed so
@@ -59,14 +70,14 @@ type reservation struct {
 // first; each pod goes to the node that would be the most allocated with it
 // (the mean of its cpu and memory fractions, then by name). Filling the
 // fullest node first leaves whole nodes free for later gangs.
-func (s *Snapshot) Place(pods []*corev1.Pod) Result {
+func (s *Snapshot) Place(pods []*corev1.Pod, copies ...Copies) Result {
 	ctx := context.TODO()
 	s.use(ctx)
 	p := &placer{ctx: ctx, s: s}
 	var shortMsgs []string
-	for _, sh := range groupShapes(pods) {
+	for _, sh := range groupShapes(pods, copies) {
 		placed := p.placeShape(sh)
-		if left := len(sh.pods) - placed; left > 0 {
+		if left := sh.size() - placed; left > 0 {
 			p.res.Unplaced += left
 			shortMsgs = append(shortMsgs, sh.shortMessage(placed, len(s.Nodes)))
 		}
@@ -237,6 +248,9 @@ func (p *placer) assign(cs *cycleState, pod *corev1.Pod, i int) bool {
 
 // placeShape places a shape's pods and returns how many it placed.
 func (p *placer) placeShape(sh *shape) int {
+	if sh.copies != nil {
+		return p.placeCopies(sh)
+	}
 	if !sh.independent {
 		placed := 0
 		for _, pod := range sh.pods {
@@ -456,12 +470,33 @@ type shape struct {
 	req         Resources
 	pods        []*corev1.Pod
 	independent bool
+	// copies, when set, are what the shape places: pods holds only their
+	// template.
+	copies *Copies
 	// why says, by node, why the last pod offered it was refused.
 	why map[int]string
 }
 
-func groupShapes(pods []*corev1.Pod) []*shape {
+// size is how many pods the shape asks to place.
+func (sh *shape) size() int {
+	if sh.copies != nil {
+		return sh.copies.Count
+	}
+	return len(sh.pods)
+}
+
+// groupShapes groups pods by shape, and gives each set of copies a shape
+// of its own, larger shapes first.
+func groupShapes(pods []*corev1.Pod, copies []Copies) []*shape {
 	var shapes []*shape
+	for i := range copies {
+		c := &copies[i]
+		if c.Count <= 0 {
+			continue
+		}
+		shapes = append(shapes, &shape{req: PodRequests(c.Template), pods: []*corev1.Pod{c.Template},
+			independent: independent(c.Template), copies: c, why: map[int]string{}})
+	}
 	for _, p := range pods {
 		req := PodRequests(p)
 		ind := independent(p)
@@ -531,9 +566,12 @@ const maxReasons = 4
 // "8 pods requesting cpu 10 each, 6 fit; 4 of 4 nodes refuse the rest: 3 Insufficient cpu (NodeResourcesFit), 1 node(s) had untolerated taint {a: b} (TaintToleration)".
 func (sh *shape) shortMessage(placed, nodes int) string {
 	var b strings.Builder
-	if len(sh.pods) == 1 {
+	switch {
+	case sh.copies != nil:
+		fmt.Fprintf(&b, "%d pods of %s not yet created requesting %s each, %d fit", sh.copies.Count, sh.copies.Name, sh.req, placed)
+	case len(sh.pods) == 1:
 		fmt.Fprintf(&b, "pod %s requesting %s does not fit", sh.pods[0].Name, sh.req)
-	} else {
+	default:
 		fmt.Fprintf(&b, "%d pods requesting %s each, %d fit", len(sh.pods), sh.req, placed)
 	}
 	if all, ok := sh.why[-1]; ok {

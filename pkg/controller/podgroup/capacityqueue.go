@@ -183,7 +183,7 @@ func (a *capacityAdmission) admitCycle() {
 	for _, v := range verdicts {
 		if v.Admit {
 			a.tracker.Assume(v.Key, assignedNodes(v))
-			a.tracker.AssumeReservations(v.Key, standInSlots(v.Assignments))
+			a.tracker.AssumeReservations(v.Key, standInSlots(v.Copies))
 		}
 	}
 	changed, waiting := a.queue.apply(verdicts)
@@ -197,9 +197,7 @@ func (a *capacityAdmission) admitCycle() {
 func assignedNodes(v capacity.Verdict) map[types.UID]string {
 	out := make(map[types.UID]string, len(v.Assignments))
 	for _, a := range v.Assignments {
-		if !isStandIn(a.Pod.UID) {
-			out[a.Pod.UID] = a.Node
-		}
+		out[a.Pod.UID] = a.Node
 	}
 	return out
 }

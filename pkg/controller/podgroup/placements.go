@@ -22,17 +22,17 @@ import (
 // is pinned or released. It reports whether the gang is admitted now and,
 // if not, why the last cycle left it waiting (a zero Verdict before any).
 func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (capacity.Verdict, bool) {
-	// The missing pods of createdLater roles are placed as stand-ins, in
-	// the same all-or-nothing placement, and reserved (reservations.go).
+	// The missing pods of createdLater roles are placed from their role's
+	// template, in the same all-or-nothing placement, and reserved
+	// (reservations.go).
 	toPlace, free, _ := a.splitUnmodelled(unplacedPods(pg, v))
-	toPlace = append(toPlace, standIns(pg, laterMissing(pg, v))...)
+	missing := laterMissing(pg, v)
 	// Pods that placement cannot check are released unpinned with the gang
 	// (unmodelled.go); they count as present, like released ones.
 	released := v.active - int32(len(activeGated(v))) + int32(free)
 	if d, ok := a.queue.decision(key); ok {
-		valid := validAssignments(d, toPlace)
-		if len(valid) > 0 && int32(len(valid))+released >= need {
-			pods, reserved := splitStandIns(valid)
+		pods, reserved := validAssignments(d, toPlace), validCopies(d, missing)
+		if placed := int32(len(pods)) + placedCopies(reserved); placed > 0 && placed+released >= need {
 			addPlacements(pg, pods)
 			if len(reserved) > 0 {
 				addReservations(pg, reserved)
@@ -44,13 +44,14 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 		// The gang changed since the cycle placed it: place it again.
 		a.drop(key)
 	}
-	if len(toPlace) == 0 {
+	copies := laterCopies(pg, missing)
+	if len(toPlace) == 0 && len(copies) == 0 {
 		// Every active pod was released already (by hand): nothing to place.
 		return capacity.Verdict{}, true
 	}
 	a.queue.offer(capacity.Candidate{
 		Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time,
-		Pods: toPlace, Need: int(max(need-released, 1)),
+		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),
 	})
 	w, _ := a.queue.waitReason(key)
 	return w, false
@@ -74,19 +75,6 @@ func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *p
 		return
 	}
 	a.queue.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
-}
-
-// splitStandIns separates the assignments of real pods from those of
-// stand-ins for pods not yet created.
-func splitStandIns(as []capacity.Assignment) (pods, standIns []capacity.Assignment) {
-	for _, a := range as {
-		if isStandIn(a.Pod.UID) {
-			standIns = append(standIns, a)
-		} else {
-			pods = append(pods, a)
-		}
-	}
-	return pods, standIns
 }
 
 // activeGated are the gated pods that can still run.

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -22,17 +22,12 @@ import (
 // alone where its workers do not fit is the deadlock gang admission exists
 // to prevent. So capacity-aware admission places the pods that exist and
 // reserves capacity for the missing ones, from their role's template, in
-// the same all-or-nothing cycle (stand-ins below). The reservations go into
+// the same all-or-nothing cycle: each role's missing pods are one shape
+// with a count (laterCopies), never one object per pod, so a cycle's work
+// is bounded by what fits on the cluster, not by the role's count. The reservations go into
 // status.reservations in the write that admits the gang; each pod of the
 // role that arrives claims one and is pinned there and released at once;
 // what is unclaimed past the role's timeout is given back.
-
-// standInUIDPrefix marks the UID of a stand-in: a pod that does not exist,
-// built from a role's template so that an admission cycle places the
-// role's missing pods with the ones that exist. Real UIDs never have it.
-const standInUIDPrefix = "stand-in/"
-
-func isStandIn(uid types.UID) bool { return strings.HasPrefix(string(uid), standInUIDPrefix) }
 
 // laterMissing is how many pods of createdLater roles do not exist yet
 // (as active pods): the places admission reserves for them.
@@ -69,22 +64,47 @@ func sumCounts(m map[string]int32) int32 {
 	return n
 }
 
-// standIns are the pods an admission cycle places for the missing pods of
-// createdLater roles: one per missing pod, shaped by its role's template.
-// Their UIDs are fixed by the group, the role and the index, so that a
-// decision stays valid while the same pods are missing.
-func standIns(pg *v1alpha1.PodGroup, missing map[string]int32) []*corev1.Pod {
-	var out []*corev1.Pod
+// laterCopies are what an admission cycle places for the missing pods of
+// createdLater roles: per role, its template and how many are missing.
+func laterCopies(pg *v1alpha1.PodGroup, missing map[string]int32) []capacity.Copies {
+	var out []capacity.Copies
 	for _, r := range pg.Spec.Roles {
-		for i := range missing[r.Name] {
-			p := templatePod(r.Template)
-			p.Name = fmt.Sprintf("%s-%s-%d", pg.Name, r.Name, i)
-			p.UID = types.UID(fmt.Sprintf("%s%s/%s/%d", standInUIDPrefix, pg.UID, r.Name, i))
-			p.Labels = map[string]string{scheduling.RoleLabel: r.Name}
-			out = append(out, p)
+		n := missing[r.Name]
+		if n <= 0 {
+			continue
 		}
+		p := templatePod(r.Template)
+		p.Namespace, p.Name = pg.Namespace, fmt.Sprintf("%s-%s", pg.Name, r.Name)
+		p.Labels = map[string]string{scheduling.PodGroupLabel: pg.Name, scheduling.RoleLabel: r.Name}
+		out = append(out, capacity.Copies{Name: r.Name, Template: p, Count: int(n)})
 	}
 	return out
+}
+
+// validCopies keeps of a decision's reserved places at most as many per
+// role as are still missing: a pod of the role that arrived meanwhile is
+// placed itself, and a count lowered meanwhile needs fewer.
+func validCopies(d capacity.Verdict, missing map[string]int32) []capacity.CopiesOnNode {
+	left := maps.Clone(missing)
+	var out []capacity.CopiesOnNode
+	for _, c := range d.Copies {
+		n := min(int32(c.Count), left[c.Name])
+		if n <= 0 {
+			continue
+		}
+		left[c.Name] -= n
+		c.Count = int(n)
+		out = append(out, c)
+	}
+	return out
+}
+
+func placedCopies(cs []capacity.CopiesOnNode) int32 {
+	var n int32
+	for _, c := range cs {
+		n += int32(c.Count)
+	}
+	return n
 }
 
 // templatePod is a pod with what a role's template says of its pods: one
@@ -103,13 +123,13 @@ func templatePod(t *v1alpha1.PodGroupRoleTemplate) *corev1.Pod {
 	return p
 }
 
-// addReservations records the stand-ins' assignments of an admission in
+// addReservations records the places an admission reserved in
 // status.reservations, one entry per role and node, in a stable order.
-func addReservations(pg *v1alpha1.PodGroup, as []capacity.Assignment) {
+func addReservations(pg *v1alpha1.PodGroup, cs []capacity.CopiesOnNode) {
 	type key struct{ role, node string }
 	counts := map[key]int32{}
-	for _, a := range as {
-		counts[key{a.Pod.Labels[scheduling.RoleLabel], a.Node}]++
+	for _, c := range cs {
+		counts[key{c.Name, c.Node}] += int32(c.Count)
 	}
 	for k, n := range counts {
 		pg.Status.Reservations = append(pg.Status.Reservations, v1alpha1.RoleReservation{Role: k.role, Node: k.node, Count: n})
@@ -152,14 +172,12 @@ func roleRequests(pg *v1alpha1.PodGroup) map[string]capacity.Resources {
 	return out
 }
 
-// standInSlots are the slots a decision's stand-ins take, for the tracker
-// to hold until the group's status shows them.
-func standInSlots(as []capacity.Assignment) []capacity.Slot {
-	var out []capacity.Slot
-	for _, a := range as {
-		if isStandIn(a.Pod.UID) {
-			out = append(out, capacity.Slot{Node: a.Node, Requests: capacity.PodRequests(a.Pod), Count: 1})
-		}
+// standInSlots are the slots a decision's reserved places take, for the
+// tracker to hold until the group's status shows them.
+func standInSlots(cs []capacity.CopiesOnNode) []capacity.Slot {
+	out := make([]capacity.Slot, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, capacity.Slot{Node: c.Node, Requests: c.Requests, Count: int64(c.Count)})
 	}
 	return out
 }
