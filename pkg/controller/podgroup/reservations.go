@@ -286,10 +286,12 @@ func (a *capacityAdmission) expireReservations(pg *v1alpha1.PodGroup, v *podView
 	return next
 }
 
-// timeout is the role's own reservation timeout, or the controller's.
+// timeout is the role's own reservation timeout, or the controller's. A
+// role's own is at most MaxReservationTimeoutSeconds even if it was stored
+// before validation bounded it.
 func (a *capacityAdmission) timeout(r v1alpha1.PodGroupRole) time.Duration {
-	if r.ReservationTimeoutSeconds != nil {
-		return time.Duration(*r.ReservationTimeoutSeconds) * time.Second
+	if t := r.ReservationTimeoutSeconds; t != nil {
+		return time.Duration(min(*t, scheduling.MaxReservationTimeoutSeconds)) * time.Second
 	}
 	return a.reservationTimeout
 }

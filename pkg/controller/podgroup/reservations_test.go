@@ -218,6 +218,8 @@ func TestSyncReservationsExpire(t *testing.T) {
 		{name: "past the flag's 5m: given back", admitted: 6 * time.Minute},
 		{name: "a role's own 10m keeps it past the flag's", admitted: 6 * time.Minute, mods: []groupMod{roleTimeout(600)}, wantKept: true, wantNext: 4 * time.Minute},
 		{name: "a role's own 60s gives it back before the flag's", admitted: 2 * time.Minute, mods: []groupMod{roleTimeout(60)}},
+		{name: "a role's 68 years, stored before the bound, end at the bound's hour", admitted: time.Hour + time.Second, mods: []groupMod{roleTimeout(2147483647)}},
+		{name: "within the bound's hour a long timeout keeps it", admitted: 59 * time.Minute, mods: []groupMod{roleTimeout(2147483647)}, wantKept: true, wantNext: time.Minute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
