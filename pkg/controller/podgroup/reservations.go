@@ -192,6 +192,7 @@ func (a *capacityAdmission) reserve(pg *v1alpha1.PodGroup, v *podView, now time.
 		return 0
 	}
 	a.claimReserved(pg, v)
+	trimReservations(pg, v)
 	next := a.expireReservations(pg, v, now)
 	if len(pg.Status.Reservations) > 0 {
 		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
@@ -233,6 +234,29 @@ func (a *capacityAdmission) claimReserved(pg *v1alpha1.PodGroup, v *podView) {
 			pg.Status.Placements = append(pg.Status.Placements, v1alpha1.PodPlacement{Pod: p.Name, UID: p.UID, Node: r.Node})
 			break
 		}
+	}
+	dropEmptyReservations(pg)
+}
+
+// trimReservations keeps no more places for a role than its count less
+// its active pods that are placed or released; a pod that waits unplaced
+// (larger than its template) may still leave a place to a later one. A
+// count lowered after admission gives the surplus back at once:
+// validation refuses reservations above a role's count, so without this
+// every later status write would fail.
+func trimReservations(pg *v1alpha1.PodGroup, v *podView) {
+	waiting := map[string]int32{}
+	for _, p := range unplacedPods(pg, v) {
+		waiting[roleOf(p)]++
+	}
+	left := map[string]int32{}
+	for _, r := range pg.Spec.Roles {
+		left[r.Name] = max(r.Count-(v.roleActive[r.Name]-waiting[r.Name]), 0)
+	}
+	for i := range pg.Status.Reservations {
+		r := &pg.Status.Reservations[i]
+		r.Count = min(r.Count, left[r.Role])
+		left[r.Role] -= r.Count
 	}
 	dropEmptyReservations(pg)
 }
