@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -47,7 +48,7 @@ func attacks() []attack {
 	return []attack{
 		{item: "1", name: "a role of 2,000,000 workers created later", launch: hugeRole, verify: notAdmitted("huge-role")},
 		{item: "2", name: "a 68-year reservation of 11 × 10 cpu", launch: longReservation, verify: notAdmitted("long-reservation")},
-		{item: "2", name: "a reservation of 11 × 10 cpu, past the namespace's cpu quota", launch: reservationOverQuota, verify: notAdmitted("over-quota")},
+		{item: "2", name: "a reservation of 11 × 10 cpu, past the namespace's cpu quota", launch: reservationOverQuota, verify: notAdmittedFor("over-quota", scheduling.ReasonReservationOverQuota)},
 		{item: "3", name: "a gang of 5,001 pods", launch: gangOf5001, verify: notAdmitted("five-thousand-one")},
 		{item: "4", name: "30 gated pods with 20,000-value affinity terms", launch: hugeAffinity},
 		{item: "5", name: "20 groups created from annotations, never admitted, pods deleted", launch: abandonedGroups, verify: groupsDeleted("abandoned-", 20)},
@@ -103,7 +104,7 @@ func createAll(ctx context.Context, m tenant, pods []*corev1.Pod) (accepted, ref
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			_, err := m.client.CoreV1().Pods(m.ns).Create(ctx, p, metav1.CreateOptions{})
+			err := create(ctx, m, p)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -118,6 +119,16 @@ func createAll(ctx context.Context, m tenant, pods []*corev1.Pod) (accepted, ref
 	}
 	wg.Wait()
 	return accepted, refused, first
+}
+
+// create creates a pod as m, again on a conflict: kube-apiserver's quota
+// admission answers Conflict when concurrent creates race for the quota's
+// usage, and a client retries it, as kubectl and the controllers do.
+func create(ctx context.Context, m tenant, p *corev1.Pod) error {
+	return retry.OnError(retry.DefaultBackoff, apierrors.IsConflict, func() error {
+		_, err := m.client.CoreV1().Pods(m.ns).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
 }
 
 // driverWith is a driver pod whose roles-template asks for workers of
@@ -348,7 +359,7 @@ func etcdRestart(ctx context.Context, m tenant) (string, func() string, error) {
 			}
 			p := malloryPod(m.ns, fmt.Sprintf("during-restart-%d", i), fmt.Sprintf("during-restart-%d", i%5),
 				map[string]string{scheduling.MinCountAnnotation: "100"})
-			if _, err := m.client.CoreV1().Pods(m.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if err := create(ctx, m, p); err != nil {
 				refused.Add(1)
 				firstErr.CompareAndSwap(nil, &err)
 				continue
@@ -455,6 +466,32 @@ func notAdmitted(group string) func(ctx context.Context, m tenant) error {
 			return fmt.Errorf("group %s was admitted: %s", group, c.Message)
 		case c.Message == "":
 			return fmt.Errorf("group %s is not admitted (%s) and does not say why", group, c.Reason)
+		}
+		return nil
+	}
+}
+
+// notAdmittedFor checks that the group exists, is not admitted, and says
+// why with reason.
+func notAdmittedFor(group, reason string) func(ctx context.Context, m tenant) error {
+	return func(ctx context.Context, m tenant) error {
+		var last string
+		err := waitUntil(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			pg, err := muster.SchedulingV1alpha1().PodGroups(m.ns).Get(ctx, group, metav1.GetOptions{})
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+			if c == nil {
+				last = "no Admitted condition"
+				return false, nil
+			}
+			last = fmt.Sprintf("Admitted=%s/%s: %s", c.Status, c.Reason, c.Message)
+			return c.Status == metav1.ConditionFalse && c.Reason == reason, nil
+		})
+		if err != nil {
+			return fmt.Errorf("group %s: %s, want Admitted=False/%s", group, last, reason)
 		}
 		return nil
 	}

@@ -28,6 +28,10 @@ import (
 // keepFlag keeps the cluster's work dir and logs even when the run passes.
 var keepFlag = flag.Bool("abuse.keep", false, "keep the cluster's work dir and logs")
 
+// skipFlag leaves out the attacks whose names match, to find which one
+// costs the well-behaved tenant what.
+var skipFlag = flag.String("abuse.skip", "", "leave out attacks whose names match this regexp (fails the run: for diagnosis)")
+
 var (
 	env *cluster.Cluster
 	// kube and muster are admin clients through kube-apiserver.
