@@ -156,8 +156,7 @@ func createDriver(ctx context.Context, m tenant, group string, count int64, cpu 
 	if err != nil {
 		return "", nil, err
 	}
-	_, err = m.client.CoreV1().Pods(m.ns).Create(ctx, p, metav1.CreateOptions{})
-	return answer(err), nil, nil
+	return answer(create(ctx, m, p)), nil, nil
 }
 
 func hugeRole(ctx context.Context, m tenant) (string, func() string, error) {
@@ -175,8 +174,8 @@ func reservationOverQuota(ctx context.Context, m tenant) (string, func() string,
 }
 
 func gangOf5001(ctx context.Context, m tenant) (string, func() string, error) {
-	_, err := m.client.CoreV1().Pods(m.ns).Create(ctx, malloryPod(m.ns, "five-thousand-one-0", "five-thousand-one",
-		map[string]string{scheduling.MinCountAnnotation: "5001"}), metav1.CreateOptions{})
+	err := create(ctx, m, malloryPod(m.ns, "five-thousand-one-0", "five-thousand-one",
+		map[string]string{scheduling.MinCountAnnotation: "5001"}))
 	return answer(err), nil, nil
 }
 
@@ -417,7 +416,7 @@ func malformedAnnotations(ctx context.Context, m tenant) (string, func() string,
 		if c.key == scheduling.RolesTemplateAnnotation {
 			p.Labels[scheduling.RoleLabel] = "driver"
 		}
-		_, err := m.client.CoreV1().Pods(m.ns).Create(ctx, p, metav1.CreateOptions{})
+		err := create(ctx, m, p)
 		switch {
 		case err == nil:
 			errs = append(errs, fmt.Errorf("%s=%.40q was accepted", c.key, c.value))
