@@ -95,6 +95,15 @@ const (
 	// within minutes, and capacity held longer for pods that do not exist
 	// keeps other tenants' gangs waiting on idle nodes.
 	MaxReservationTimeoutSeconds = 3600
+	// MaxHeldPlacementSeconds is how long capacity-aware admission keeps the
+	// placement of a pod that joined an admitted group but stays gated,
+	// because the group has too few pods to release it with (two minutes). A
+	// joiner that may go is released in the sync that places it, or the next
+	// one if a patch failed, so only a held one lives this long; past it the
+	// capacity is given back, and the group's pods are placed again only
+	// once they change, so that a group kept short cannot hold capacity
+	// ahead of every other gang.
+	MaxHeldPlacementSeconds = 120
 )
 
 // CreatedFromPodAnnotation marks a PodGroup that the controller created from

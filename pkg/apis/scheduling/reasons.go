@@ -77,6 +77,10 @@ const (
 	// ReasonReservationExpired: places still unclaimed past their role's
 	// timeout were given back.
 	ReasonReservationExpired = "ReservationExpired"
+	// ReasonHeldPlacementsExpired: pods that joined the admitted group were
+	// placed but stayed gated past MaxHeldPlacementSeconds, since the group
+	// had too few pods to release them with; their capacity was given back.
+	ReasonHeldPlacementsExpired = "HeldPlacementsExpired"
 )
 
 // Reasons of the RoleMismatch condition.

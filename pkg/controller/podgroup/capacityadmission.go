@@ -43,6 +43,8 @@ type capacityAdmission struct {
 	clock              clock.PassiveClock
 	// enqueue hands a group to the sync workers, once a cycle decided for it.
 	enqueue func(key string)
+	// held remembers the placed joiners that stay gated (heldjoiners.go).
+	held heldPlacements
 }
 
 var _ admitter = &capacityAdmission{}
@@ -139,7 +141,7 @@ func (a *capacityAdmission) admitGang(key string, pg *v1alpha1.PodGroup, v *podV
 // places the pods that joined it (placements.go).
 func (a *capacityAdmission) admitJoiners(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
 	next := a.reserve(pg, v, now)
-	a.placeJoiners(key, pg, v)
+	next = soonest(next, a.placeJoiners(key, pg, v, now))
 	return next
 }
 

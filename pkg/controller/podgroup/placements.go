@@ -59,22 +59,30 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 
 // placeJoiners is step 6's capacity check for an admitted group: pods that
 // joined it (replacements, pods beyond minCount) are placed one by one as
-// capacity allows, and recorded in status before they are released.
-func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView) {
+// capacity allows, and recorded in status before they are released. A
+// placement whose pod stays gated is given back after a while
+// (heldjoiners.go). It returns when to look again.
+func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+	ok, next := a.expireHeld(key, pg, v, now)
+	if !ok {
+		a.drop(key)
+		return 0
+	}
 	toPlace, _, _ := a.splitUnmodelled(unplacedPods(pg, v))
 	if d, ok := a.queue.decision(key); ok {
 		if valid := validAssignments(d, toPlace); len(valid) > 0 {
 			addPlacements(pg, valid)
 			v.decisionApplied = true
-			return
+			return next
 		}
 		a.drop(key)
 	}
 	if len(toPlace) == 0 {
 		a.queue.withdraw(key)
-		return
+		return next
 	}
 	a.queue.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
+	return next
 }
 
 // activeGated are the gated pods that can still run.

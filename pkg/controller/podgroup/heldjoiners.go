@@ -1,0 +1,109 @@
+package podgroup
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// Held joiners (issue 21, item 2): a pod that joins an admitted group is
+// placed alone, and released in the same sync unless holdShort keeps it
+// gated, because the group has too few pods to release it with. Such a
+// placement would hold its node's capacity for as long as the group stays
+// short, which its tenant decides. So a placement whose pod stays gated is
+// kept at most MaxHeldPlacementSeconds; then it is given back, the group
+// says so, and its pods are not placed again until its pods change (one
+// is added, deleted or ends), which is when the group may be whole.
+
+// maxHeldPlacement is MaxHeldPlacementSeconds as a duration.
+const maxHeldPlacement = scheduling.MaxHeldPlacementSeconds * time.Second
+
+// heldPlacements is this leader's memory of held joiners. A new leader
+// starts the clock again: leadership does not change at a tenant's will.
+type heldPlacements struct {
+	mu sync.Mutex
+	// since maps a group to the placed pods that stay gated, and since when
+	// this leader has seen them so.
+	since map[string]map[types.UID]time.Time
+	// expired maps a group whose held placements were given back to its
+	// pods as they were then.
+	expired map[string]podsShape
+}
+
+// podsShape is what of a group's pods must change before its joiners are
+// placed again.
+type podsShape struct{ pods, active int32 }
+
+// expireHeld is placeJoiners' first share: it gives back the placements
+// of pods that have stayed gated past maxHeldPlacement, and reports
+// whether the group's joiners may be placed now, and when to look again.
+func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) (bool, time.Duration) {
+	h := &a.held
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	shape := podsShape{pods: v.pods, active: v.active}
+	if was, ok := h.expired[key]; ok {
+		if was == shape {
+			return false, 0
+		}
+		delete(h.expired, key)
+	}
+	gated := map[types.UID]bool{}
+	for _, p := range activeGated(v) {
+		gated[p.UID] = true
+	}
+	seen := map[types.UID]time.Time{}
+	var expired []string
+	var next time.Duration
+	for _, pl := range pg.Status.Placements {
+		if !gated[pl.UID] {
+			continue
+		}
+		at, ok := h.since[key][pl.UID]
+		if !ok {
+			at = now
+		}
+		if left := at.Add(maxHeldPlacement).Sub(now); left > 0 {
+			seen[pl.UID] = at
+			next = soonest(next, left)
+			continue
+		}
+		expired = append(expired, pl.Pod)
+	}
+	if len(seen) == 0 {
+		delete(h.since, key)
+	} else {
+		if h.since == nil {
+			h.since = map[string]map[types.UID]time.Time{}
+		}
+		h.since[key] = seen
+	}
+	if len(expired) == 0 {
+		return true, next
+	}
+	if h.expired == nil {
+		h.expired = map[string]podsShape{}
+	}
+	h.expired[key] = shape
+	delete(h.since, key)
+	pg.Status.Placements = slices.DeleteFunc(slices.Clone(pg.Status.Placements), func(pl v1alpha1.PodPlacement) bool { return gated[pl.UID] })
+	if len(pg.Status.Placements) == 0 {
+		pg.Status.Placements = nil
+	}
+	slices.Sort(expired)
+	msg := truncate(fmt.Sprintf("%d placed pods stayed gated for over %s, since the group has too few pods to release them with (minCount %d); their capacity was given back, and the group's pods are placed again once they change: %v",
+		len(expired), maxHeldPlacement, minCount(pg), expired))
+	if len(pg.Status.Reservations) == 0 { // else the condition is reserve's.
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonHeldPlacementsExpired, msg, now)
+	}
+	v.onceWritten(func() { a.recorder.Event(pg, corev1.EventTypeWarning, scheduling.ReasonHeldPlacementsExpired, msg) })
+	return false, 0
+}
