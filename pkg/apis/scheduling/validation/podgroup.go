@@ -21,6 +21,7 @@ import (
 func ValidatePodGroup(pg *scheduling.PodGroup) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&pg.ObjectMeta, true, ValidatePodGroupName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validatePodGroupSpec(&pg.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateMinCountBound(&pg.Spec.SchedulingPolicy, nil, pg.Spec.Roles, field.NewPath("spec", "schedulingPolicy"))...)
 	return append(allErrs, validateRoleBounds(pg.Spec.Roles, nil, field.NewPath("spec", "roles"))...)
 }
 
@@ -55,6 +56,7 @@ func ValidatePodGroupUpdate(pg, old *scheduling.PodGroup) field.ErrorList {
 	allErrs = append(allErrs, validateGatesOnlyRemoved(pg.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
 	allErrs = append(allErrs, validateRolesUpdate(pg.Spec.Roles, old.Spec.Roles, specPath.Child("roles"))...)
 	allErrs = append(allErrs, validateRoleBounds(pg.Spec.Roles, old.Spec.Roles, specPath.Child("roles"))...)
+	allErrs = append(allErrs, validateMinCountBound(&pg.Spec.SchedulingPolicy, &old.Spec.SchedulingPolicy, pg.Spec.Roles, specPath.Child("schedulingPolicy"))...)
 	return allErrs
 }
 

@@ -81,6 +81,8 @@ func TestValidatePodGroup(t *testing.T) {
 		{"policy with both members and a bad minCount reports both", podGroup(policy(bothBadMin)), []want{invalid("spec.schedulingPolicy"), invalid("spec.schedulingPolicy.gang.minCount")}},
 		{"gang.minCount 0 is invalid", podGroup(policy(gang(0))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
 		{"gang.minCount negative is invalid", podGroup(policy(gang(-3))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
+		{"gang.minCount at MaxGangMinCount is valid", podGroup(policy(gang(scheduling.MaxGangMinCount))), nil},
+		{"gang.minCount above MaxGangMinCount is invalid: its placements could never be recorded", podGroup(policy(gang(scheduling.MaxGangMinCount + 1))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
 
 		{"gate name is required", podGroup(gates("a", "")), []want{required("spec.schedulingGates[1].name")}},
 		{"32 gates are allowed", podGroup(gates(gateNames(32)...)), nil},
@@ -133,6 +135,10 @@ func TestValidatePodGroupUpdate(t *testing.T) {
 
 		{"gang.minCount may grow", podGroup(policy(gang(4))), podGroup(policy(gang(8))), nil},
 		{"gang.minCount may shrink", podGroup(policy(gang(4))), podGroup(policy(gang(1))), nil},
+		{"gang.minCount may not grow past MaxGangMinCount", podGroup(policy(gang(4))), podGroup(policy(gang(scheduling.MaxGangMinCount + 1))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
+		{"a gang.minCount stored above the bound stays valid unchanged", podGroup(policy(gang(9000))), podGroup(policy(gang(9000)), priority(5)), nil},
+		{"a gang.minCount stored above the bound may be lowered", podGroup(policy(gang(9000))), podGroup(policy(gang(6000))), nil},
+		{"a gang.minCount stored above the bound may not grow", podGroup(policy(gang(9000))), podGroup(policy(gang(9001))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
 		{"gang.minCount must stay at least 1", podGroup(policy(gang(4))), podGroup(policy(gang(0))), []want{invalid("spec.schedulingPolicy.gang.minCount")}},
 		{"switching gang to basic is forbidden", podGroup(policy(gang(4))), podGroup(policy(basic())), []want{forbidden("spec.schedulingPolicy")}},
 		{"switching basic to gang is forbidden", podGroup(policy(basic())), podGroup(policy(gang(4))), []want{forbidden("spec.schedulingPolicy")}},

@@ -20,7 +20,9 @@ func ValidateWorkload(w *scheduling.Workload) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&w.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateWorkloadSpec(&w.Spec, field.NewPath("spec"))...)
 	for i, t := range w.Spec.PodGroupTemplates {
-		allErrs = append(allErrs, validateRoleBounds(t.Roles, nil, field.NewPath("spec", "podGroupTemplates").Index(i).Child("roles"))...)
+		tplPath := field.NewPath("spec", "podGroupTemplates").Index(i)
+		allErrs = append(allErrs, validateMinCountBound(&t.SchedulingPolicy, nil, t.Roles, tplPath.Child("schedulingPolicy"))...)
+		allErrs = append(allErrs, validateRoleBounds(t.Roles, nil, tplPath.Child("roles"))...)
 	}
 	return allErrs
 }
@@ -59,6 +61,7 @@ func ValidateWorkloadUpdate(w, old *scheduling.Workload) field.ErrorList {
 		}
 		allErrs = append(allErrs, validateRolesUpdate(t.Roles, o.Roles, tplPath.Index(i).Child("roles"))...)
 		allErrs = append(allErrs, validateRoleBounds(t.Roles, o.Roles, tplPath.Index(i).Child("roles"))...)
+		allErrs = append(allErrs, validateMinCountBound(&t.SchedulingPolicy, &o.SchedulingPolicy, t.Roles, tplPath.Index(i).Child("schedulingPolicy"))...)
 	}
 	for name := range oldByName {
 		if !seen.Has(name) {
