@@ -31,7 +31,7 @@ func TestPlaceCopies(t *testing.T) {
 			nodes:     []*corev1.Node{node("a", "4", "8Gi"), node("b", "4", "8Gi")},
 			copies:    Copies{Name: "worker", Template: pod("tpl", "1"), Count: 2_000_000},
 			want:      map[string]int{"a": 4, "b": 4},
-			wantShort: "2000000 pods of worker not yet created requesting cpu 1 each, 8 fit",
+			wantShort: "2000000 pods requesting cpu 1 each, 8 fit (role worker, not yet created)",
 		},
 		{
 			name:   "copies follow the template's node selection",
@@ -52,7 +52,7 @@ func TestPlaceCopies(t *testing.T) {
 			nodes:     []*corev1.Node{node("a", "4", "8Gi", withMaxPods("3"))},
 			copies:    Copies{Name: "worker", Template: pod("tpl", "0"), Count: 1_000_000},
 			want:      map[string]int{"a": 3},
-			wantShort: "1000000 pods of worker not yet created",
+			wantShort: "1000000 pods requesting",
 		},
 	}
 	for _, tc := range tests {

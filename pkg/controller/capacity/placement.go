@@ -568,7 +568,7 @@ func (sh *shape) shortMessage(placed, nodes int) string {
 	var b strings.Builder
 	switch {
 	case sh.copies != nil:
-		fmt.Fprintf(&b, "%d pods of %s not yet created requesting %s each, %d fit", sh.copies.Count, sh.copies.Name, sh.req, placed)
+		fmt.Fprintf(&b, "%d pods requesting %s each, %d fit (role %s, not yet created)", sh.copies.Count, sh.req, placed, sh.copies.Name)
 	case len(sh.pods) == 1:
 		fmt.Fprintf(&b, "pod %s requesting %s does not fit", sh.pods[0].Name, sh.req)
 	default:

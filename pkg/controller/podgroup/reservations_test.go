@@ -63,7 +63,7 @@ func TestSyncReservesForRolesCreatedLater(t *testing.T) {
 			cfg:          capacityMode,
 			nodes:        []*corev1.Node{newNode("n1", "8"), newNode("n2", "8")},
 			group:        newGroup(9, sparkRoles(8, "3")),
-			wantAdmitted: metav1.ConditionFalse, wantReason: scheduling.ReasonExceedsClusterCapacity, wantMsg: "8 pods of worker not yet created requesting cpu 3 each, 4 fit",
+			wantAdmitted: metav1.ConditionFalse, wantReason: scheduling.ReasonExceedsClusterCapacity, wantMsg: "8 pods requesting cpu 3 each, 4 fit",
 		},
 		{
 			name:         "a role of 2,000,000 workers stored before the bound is refused, naming the field, and nothing is placed",
