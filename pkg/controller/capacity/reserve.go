@@ -76,25 +76,31 @@ func (t *Tracker) internSlots(slots []Slot) []Slot {
 }
 
 // holdSlots adds (sign 1) or takes back (sign -1) what slots hold: one
-// stand-in pod per place, requesting the slot's requests, whose UID is
-// derived from id (which set of slots), the slot and the place.
+// stand-in pod per slot, whose UID is derived from id (which set of slots)
+// and the slot, held once per place. Its places share one pod and one
+// PodInfo, whose requests are computed once: a slot costs its node one
+// entry per place, not one object. The node takes each place back by UID,
+// one at a time.
 func (t *Tracker) holdSlots(id string, slots []Slot, sign int) {
 	for i, s := range slots {
-		for k := range s.Count {
-			p := slotPod(id, i, k, s)
+		if s.Count <= 0 {
+			continue
+		}
+		info := newPodInfo(slotPod(id, i, s))
+		for range s.Count {
 			if sign > 0 {
-				t.hold(s.Node, newPodInfo(p))
+				t.hold(s.Node, info)
 			} else {
-				t.release(s.Node, newPodInfo(p))
+				t.release(s.Node, info)
 			}
 		}
 	}
 }
 
-// slotPod is the stand-in of one reserved place.
-func slotPod(id string, slot int, place int64, s Slot) *corev1.Pod {
+// slotPod is the stand-in of a slot's places.
+func slotPod(id string, slot int, s Slot) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "reserved", UID: types.UID(fmt.Sprintf("%s/%d/%d", id, slot, place))},
+		ObjectMeta: metav1.ObjectMeta{Name: "reserved", UID: types.UID(fmt.Sprintf("%s/%d", id, slot))},
 		Spec: corev1.PodSpec{
 			NodeName:   s.Node,
 			Containers: []corev1.Container{{Name: "reserved", Resources: corev1.ResourceRequirements{Requests: s.Requests.List()}}},
