@@ -54,6 +54,8 @@ E2E_OLDEST_TESTS := \
 	TestPolicyMusterQuotaWritesConfined \
 	TestPolicyFinalizerNotPutBack \
 	TestPolicyExpressionsTypeCheck \
+	TestSchedulingInputsAreBounded \
+	TestSchedulingInputsAreBoundedOnUpdate \
 	TestRolesDriverCreatesWorkers \
 	TestRolesWorkersNeverArrive \
 	TestPreparePolicy \

@@ -3,11 +3,16 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
@@ -56,7 +61,34 @@ func (c *Cluster) registerPolicies(ctx context.Context) error {
 	if err := c.createPolicy(ctx, pods.QuotaWritesPolicy(), pods.QuotaWritesPolicyBinding()); err != nil {
 		return err
 	}
-	return c.createPolicy(ctx, pods.WritesPolicy(), pods.WritesPolicyBinding())
+	if err := c.createPolicy(ctx, pods.WritesPolicy(), pods.WritesPolicyBinding()); err != nil {
+		return err
+	}
+	return c.waitPolicyEnforced(ctx)
+}
+
+// waitPolicyEnforced waits until kube-apiserver enforces muster-pod-labels:
+// it loads policies from an informer and compiles them, so a pod created
+// at once could go unchecked. The probe is a dry-run create of a labelled
+// pod with a min-count the policy refuses; nothing is stored.
+func (c *Cluster) waitPolicyEnforced(ctx context.Context) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "muster-policy-probe", Namespace: metav1.NamespaceDefault,
+			Labels:      map[string]string{scheduling.PodGroupLabel: "probe"},
+			Annotations: map[string]string{scheduling.MinCountAnnotation: "0"},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = c.Client.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), pods.LabelsPolicyName), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for kube-apiserver to enforce %s (last answer: %v): %w", pods.LabelsPolicyName, last, err)
+	}
+	return nil
 }
 
 // createPolicy creates a ValidatingAdmissionPolicy and its binding, leaving

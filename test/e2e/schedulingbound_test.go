@@ -87,3 +87,54 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulingInputsAreBoundedOnUpdate updates labelled pods through
+// kube-apiserver, where muster-pod-labels checks updates in the webhook's
+// place: an update may not bring labels above scheduling.LabelCheckCount or
+// tolerations above scheduling.SchedulingCheckTolerations, nor make one of
+// Muster's annotations longer than scheduling.MaxPodMusterAnnotationBytes;
+// it is refused naming the field. Smaller updates go through.
+func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	tolerations := func(n int) []corev1.Toleration {
+		out := make([]corev1.Toleration, n)
+		for i := range out {
+			out[i] = corev1.Toleration{Key: fmt.Sprintf("example.com/taint-%d", i), Operator: corev1.TolerationOpExists}
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		change  func(p *corev1.Pod)
+		refused string
+	}{
+		{"adding 2 labels is allowed", func(p *corev1.Pod) { p.Labels["a"], p.Labels["b"] = "1", "2" }, ""},
+		{"adding labels past 64 is refused", func(p *corev1.Pod) {
+			for j := range 70 {
+				p.Labels[fmt.Sprintf("example.com/label-%d", j)] = "v"
+			}
+		}, "metadata.labels: Too many"},
+		{"adding 2 tolerations is allowed", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(2)...) }, ""},
+		{"adding tolerations past 16 is refused", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(20)...) }, "spec.tolerations: Too many"},
+		{"a min-count changed to a valid value is allowed", func(p *corev1.Pod) { p.Annotations[scheduling.MinCountAnnotation] = "3" }, ""},
+		{"a roles template grown past 64 KiB is refused", func(p *corev1.Pod) {
+			p.Annotations[scheduling.RolesTemplateAnnotation] = `[{"name":"worker","count":2,"template":{}}]` + strings.Repeat(" ", scheduling.MaxPodMusterAnnotationBytes)
+		}, "metadata.annotations: Too long"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := createPod(t, ctx, newPod(ns, fmt.Sprintf("update-%d", i), podOpts{group: "update", annotations: map[string]string{scheduling.MinCountAnnotation: "2"}}))
+			tt.change(p)
+			_, err := kube.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+			switch {
+			case tt.refused == "" && err != nil:
+				t.Errorf("update: %v", err)
+			case tt.refused != "" && err == nil:
+				t.Errorf("updated, want it refused with %q", tt.refused)
+			case tt.refused != "" && !strings.Contains(err.Error(), tt.refused):
+				t.Errorf("refused with %q, want %q", err, tt.refused)
+			}
+		})
+	}
+}

@@ -34,8 +34,9 @@ const (
 // no one but Muster's controller put the tracking finalizer back on an
 // existing pod, and the controller only on a pod that has not ended. Values that did not change
 // are not checked again, so a pod stored before the rules existed stays
-// updatable. Only the role label and annotations, which CEL cannot parse,
-// are left to the webhook (RolesExpression).
+// updatable. It also bounds what an update may add to the pod's inputs to
+// Muster's cache (updateBounds). Only the role label and annotations, which
+// CEL cannot parse, are left to the webhook (RolesExpression).
 func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	labels, annotations := "metadata.labels", "metadata.annotations"
 	vars := []admissionregistrationv1.Variable{
@@ -102,6 +103,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		},
 	}
+	validations = append(validations, updateBounds()...) // policy_updatebounds.go
 	p := podUpdatePolicy(LabelsPolicyName, vars, validations)
 	// Creates too, in place of a webhook call for every new labelled pod.
 	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules, policyPodRules(admissionregistrationv1.Create, "pods")...)
