@@ -23,8 +23,8 @@ const malloryUser = "mallory"
 // tenants gives each one. Muster must hold a tenant to it even for pods
 // that do not exist yet (reserved places), and groups count against it.
 var malloryQuota = corev1.ResourceList{
-	corev1.ResourceRequestsCPU: resource.MustParse("16"),
-	corev1.ResourcePods:        resource.MustParse("400"),
+	corev1.ResourceRequestsCPU:              resource.MustParse("16"),
+	corev1.ResourcePods:                     resource.MustParse("400"),
 	"count/podgroups.scheduling.muster.dev": resource.MustParse("60"),
 }
 
