@@ -49,18 +49,12 @@ func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *pod
 	h := &a.held
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	shape := podsShape{pods: v.pods, active: v.active}
-	if was, ok := h.expired[key]; ok {
-		if was == shape {
-			return false, 0
-		}
-		delete(h.expired, key)
-	}
 	gated := map[types.UID]bool{}
 	for _, p := range activeGated(v) {
 		gated[p.UID] = true
 	}
 	seen := map[types.UID]time.Time{}
+	gone := map[types.UID]bool{}
 	var expired []string
 	var next time.Duration
 	for _, pl := range pg.Status.Placements {
@@ -71,12 +65,16 @@ func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *pod
 		if !ok {
 			at = now
 		}
+		// An expired one is remembered too, until status no longer shows
+		// it: a write that only removes placements may wait for the batch
+		// period, and must not restart the clock meanwhile.
+		seen[pl.UID] = at
 		if left := at.Add(maxHeldPlacement).Sub(now); left > 0 {
-			seen[pl.UID] = at
 			next = soonest(next, left)
 			continue
 		}
 		expired = append(expired, pl.Pod)
+		gone[pl.UID] = true
 	}
 	if len(seen) == 0 {
 		delete(h.since, key)
@@ -86,15 +84,23 @@ func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *pod
 		}
 		h.since[key] = seen
 	}
+	shape := podsShape{pods: v.pods, active: v.active}
 	if len(expired) == 0 {
+		if was, ok := h.expired[key]; ok {
+			if was == shape {
+				return false, next
+			}
+			delete(h.expired, key)
+		}
 		return true, next
 	}
 	if h.expired == nil {
 		h.expired = map[string]podsShape{}
 	}
 	h.expired[key] = shape
-	delete(h.since, key)
-	pg.Status.Placements = slices.DeleteFunc(slices.Clone(pg.Status.Placements), func(pl v1alpha1.PodPlacement) bool { return gated[pl.UID] })
+	// A placement made since (a pod that claimed a reserved place in this
+	// sync) keeps its own clock.
+	pg.Status.Placements = slices.DeleteFunc(slices.Clone(pg.Status.Placements), func(pl v1alpha1.PodPlacement) bool { return gone[pl.UID] })
 	if len(pg.Status.Placements) == 0 {
 		pg.Status.Placements = nil
 	}
@@ -105,5 +111,5 @@ func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *pod
 		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonHeldPlacementsExpired, msg, now)
 	}
 	v.onceWritten(func() { a.recorder.Event(pg, corev1.EventTypeWarning, scheduling.ReasonHeldPlacementsExpired, msg) })
-	return false, 0
+	return false, next
 }

@@ -77,3 +77,32 @@ func TestHeldJoinersGiveCapacityBack(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldJoinersEachKeepTheirClock: a placement made after another keeps
+// its own clock, and is given back when that ends, even while the group's
+// pods are those whose held placements were given back before.
+func TestHeldJoinersEachKeepTheirClock(t *testing.T) {
+	pg := newGroup(4, admittedAt(t0.Add(-time.Hour)), func(pg *v1alpha1.PodGroup) {
+		pg.Status.Placements = []v1alpha1.PodPlacement{{Pod: "j", UID: "uid-j", Node: "n1"}}
+	})
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(pg,
+		newPod("r", requests("1"), ungated, running, onNode("n1")), newPod("j", requests("1")), newPod("k", requests("1")))...)
+	h.sync() // j is seen held; k waits to be placed.
+	h.step(time.Minute)
+	// k is placed a minute after j was first seen held.
+	got := h.group()
+	got.Status.Placements = append(got.Status.Placements, v1alpha1.PodPlacement{Pod: "k", UID: "uid-k", Node: "n1"})
+	if _, err := h.muster.SchedulingV1alpha1().PodGroups(testNS).UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.step(0)
+	h.step(maxHeldPlacement - time.Minute)
+	if placed := placedNodes(h.group()); len(placed) != 1 || placed["k"] == "" {
+		t.Fatalf("placements %v after j's bound, want k's alone", placed)
+	}
+	h.step(time.Minute)
+	h.step(time.Second) // a write that only removes a placement waits for the status batch period.
+	if placed := placedNodes(h.group()); len(placed) != 0 {
+		t.Errorf("placements %v after k's bound, want none", placed)
+	}
+}

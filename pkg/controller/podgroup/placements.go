@@ -66,7 +66,7 @@ func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *p
 	ok, next := a.expireHeld(key, pg, v, now)
 	if !ok {
 		a.drop(key)
-		return 0
+		return next
 	}
 	toPlace, _, _ := a.splitUnmodelled(unplacedPods(pg, v))
 	if d, ok := a.queue.decision(key); ok {
