@@ -131,6 +131,26 @@ func create(ctx context.Context, m tenant, p *corev1.Pod) error {
 	})
 }
 
+// tally says what createAll met.
+func tally(accepted, refused int, first error) string {
+	said := fmt.Sprintf("%d accepted, %d refused", accepted, refused)
+	if first != nil {
+		said += "; first " + answer(first)
+	}
+	return said
+}
+
+// firstOfGangs are n pods named prefix-i, each the first of its own gang of
+// 2, group prefix-i, whose second pod never comes.
+func firstOfGangs(ns, prefix string, n int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		pods[i] = malloryPod(ns, name, name, map[string]string{scheduling.MinCountAnnotation: "2"})
+	}
+	return pods
+}
+
 // driverWith is a driver pod whose roles-template asks for workers of
 // workerCPU, count of them, created later.
 func driverWith(ns, group string, count int64, workerCPU string, timeoutSeconds int64) (*corev1.Pod, error) {
@@ -200,23 +220,14 @@ func hugeAffinity(ctx context.Context, m tenant) (string, func() string, error) 
 		}}
 		pods = append(pods, p)
 	}
-	accepted, refused, first := createAll(ctx, m, pods)
-	said := fmt.Sprintf("%d accepted, %d refused", accepted, refused)
-	if first != nil {
-		said += "; first " + answer(first)
-	}
-	return said, nil, nil
+	return tally(createAll(ctx, m, pods)), nil, nil
 }
 
 // abandonedGroups creates 20 pods, each the first of a gang of 2 whose
 // second never comes, waits for Muster to create their groups, and deletes
 // the pods: the groups are left never admitted and empty.
 func abandonedGroups(ctx context.Context, m tenant) (string, func() string, error) {
-	var pods []*corev1.Pod
-	for i := range 20 {
-		pods = append(pods, malloryPod(m.ns, fmt.Sprintf("abandoned-%d", i), fmt.Sprintf("abandoned-%d", i),
-			map[string]string{scheduling.MinCountAnnotation: "2"}))
-	}
+	pods := firstOfGangs(m.ns, "abandoned", 20)
 	accepted, _, first := createAll(ctx, m, pods)
 	if accepted != len(pods) {
 		return "", nil, fmt.Errorf("%d of %d pods created: %v", accepted, len(pods), first)
@@ -388,17 +399,7 @@ func etcdRestart(ctx context.Context, m tenant) (string, func() string, error) {
 // groupFlood names a new group in each of 150 pods, more groups than the
 // namespace's quota allows.
 func groupFlood(ctx context.Context, m tenant) (string, func() string, error) {
-	var pods []*corev1.Pod
-	for i := range 150 {
-		pods = append(pods, malloryPod(m.ns, fmt.Sprintf("flood-%d", i), fmt.Sprintf("flood-%d", i),
-			map[string]string{scheduling.MinCountAnnotation: "2"}))
-	}
-	accepted, refused, first := createAll(ctx, m, pods)
-	said := fmt.Sprintf("%d accepted, %d refused", accepted, refused)
-	if first != nil {
-		said += "; first " + answer(first)
-	}
-	return said, nil, nil
+	return tally(createAll(ctx, m, firstOfGangs(m.ns, "flood", 150))), nil, nil
 }
 
 // malformedAnnotations are refused at create, each naming its annotation.

@@ -37,21 +37,7 @@ type tenant struct {
 // newNamespace creates a namespace for the suite, deleted when it ends.
 func newNamespace(t *testing.T, ctx context.Context, prefix string) string {
 	t.Helper()
-	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", name, err)
-		}
-	})
-	if err := env.WaitForDefaultServiceAccount(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return env.NewNamespace(t, ctx, fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000))
 }
 
 // wellBehaved is the tenant whose gangs the suite times; it acts as the

@@ -40,21 +40,7 @@ func namespace(t *testing.T, ctx context.Context) string {
 		name = name[:50]
 	}
 	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", name, err)
-		}
-	})
-	if err := env.WaitForDefaultServiceAccount(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return env.NewNamespace(t, ctx, name)
 }
 
 // podOpts shape a test pod.
