@@ -179,6 +179,10 @@ func (c *Cluster) LogPath(component string) string {
 	return filepath.Join(c.logDir(), component+".log")
 }
 
+// Binary is the path of the named binary of the cluster's BinDir, such as
+// KubectlBinary.
+func (c *Cluster) Binary(name string) string { return c.opts.binary(name) }
+
 // Kubectl runs bin/kubectl with the admin kubeconfig and returns its
 // combined output.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {

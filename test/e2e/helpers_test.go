@@ -208,3 +208,24 @@ func waitNamespaceGone(ctx context.Context, client kubernetes.Interface, ns stri
 	})
 	return time.Since(began), err
 }
+
+// clusterOfItsOwn starts a cluster with Muster for one test that must not
+// share the suite's (it takes Muster or its etcd away), with the suite's
+// flags; mods change its options. It stops when the test ends.
+func clusterOfItsOwn(t *testing.T, mods ...func(*cluster.Options)) *cluster.Cluster {
+	t.Helper()
+	bin, err := cluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cluster.Options{
+		BinDir:          bin,
+		MusterBinary:    cluster.DefaultMusterBinary(bin),
+		MusterManifests: cluster.DefaultMusterManifests(),
+		MusterArgs:      musterArgs,
+	}
+	for _, m := range mods {
+		m(&opts)
+	}
+	return cluster.StartForTest(t, opts)
+}

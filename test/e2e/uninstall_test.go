@@ -25,16 +25,7 @@ import (
 // tool's gate stays, Muster's webhook is gone so labelled pods are created
 // plain, and the namespace and muster-system are deleted.
 func TestUninstall(t *testing.T) {
-	bin, err := cluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t, cluster.Options{
-		BinDir:          bin,
-		MusterBinary:    cluster.DefaultMusterBinary(bin),
-		MusterManifests: cluster.DefaultMusterManifests(),
-		MusterArgs:      musterArgs,
-	})
+	c := clusterOfItsOwn(t)
 	kube := kubernetes.NewForConfigOrDie(c.Config)
 	muster := versioned.NewForConfigOrDie(c.Config)
 	ctx := testContext(t, 4*time.Minute)
@@ -81,7 +72,7 @@ func TestUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "artifacts", "uninstall.sh"))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+filepath.Join(bin, cluster.KubectlBinary))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+c.Binary(cluster.KubectlBinary))
 	out, err := cmd.CombinedOutput()
 	t.Logf("artifacts/uninstall.sh:\n%s", out)
 	if err != nil {

@@ -124,17 +124,7 @@ func TestSlowWebhookClientsDoNotFailPodCreates(t *testing.T) {
 // gated, through kube-apiserver. The API's /readyz fails meanwhile: the
 // outage is real.
 func TestWebhookStaysReadyWhileMusterEtcdIsDown(t *testing.T) {
-	bin, err := cluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.StartForTest(t, cluster.Options{
-		BinDir:          bin,
-		MusterBinary:    cluster.DefaultMusterBinary(bin),
-		MusterManifests: cluster.DefaultMusterManifests(),
-		MusterArgs:      musterArgs,
-		MusterEtcd:      true,
-	})
+	c := clusterOfItsOwn(t, func(o *cluster.Options) { o.MusterEtcd = true })
 	kube := kubernetes.NewForConfigOrDie(c.Config)
 	ctx := testContext(t, 4*time.Minute)
 	ns := "etcd-outage"
