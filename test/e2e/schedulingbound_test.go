@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
@@ -124,9 +125,19 @@ func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := createPod(t, ctx, newPod(ns, fmt.Sprintf("update-%d", i), podOpts{group: "update", annotations: map[string]string{scheduling.MinCountAnnotation: "2"}}))
-			tt.change(p)
-			_, err := kube.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+			name := fmt.Sprintf("update-%d", i)
+			createPod(t, ctx, newPod(ns, name, podOpts{group: "update", annotations: map[string]string{scheduling.MinCountAnnotation: "2"}}))
+			// Muster writes the pod too (its group, its status): read it
+			// again on a conflict, as any client does.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				tt.change(p)
+				_, err = kube.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+				return err
+			})
 			switch {
 			case tt.refused == "" && err != nil:
 				t.Errorf("update: %v", err)
