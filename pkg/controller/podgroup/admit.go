@@ -67,7 +67,8 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	rolesMsg, rolesShort := rolesShort(pg, v)
 	// Pods of createdLater roles are not waited for: their places are
 	// reserved when the gang is admitted (reservations.go).
-	later := sumCounts(laterMissing(pg, v))
+	missing := laterMissing(pg, v)
+	later := sumCounts(missing)
 	if v.active+later < need {
 		msg := fmt.Sprintf("has %d of the %d active pods it needs", v.active, need)
 		if later > 0 {
@@ -87,7 +88,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(rolesMsg), now)
 		return false
 	}
-	if !c.checkReservationQuota(pg, v, laterMissing(pg, v), now) { // reservationquota.go
+	if !c.checkReservationQuota(pg, v, missing, now) { // reservationquota.go
 		c.admitter.withdraw(key)
 		return false
 	}

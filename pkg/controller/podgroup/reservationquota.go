@@ -60,32 +60,44 @@ func (c *Controller) checkReservationQuota(pg *v1alpha1.PodGroup, v *podView, mi
 // (pods per createdLater role) would exceed, or "" when every quota holds
 // them.
 func reservationOverQuota(pg *v1alpha1.PodGroup, missing map[string]int32, quotas []*corev1.ResourceQuota) (string, error) {
+	// Each missing role's stand-in pod and its usage, computed once and
+	// charged against every quota whose scopes it matches.
+	type role struct {
+		path  string
+		n     int32
+		pod   *corev1.Pod
+		usage corev1.ResourceList
+	}
+	var roles []role
+	for i, r := range pg.Spec.Roles {
+		n := missing[r.Name]
+		if n <= 0 {
+			continue
+		}
+		p := templatePod(r.Template)
+		p.Namespace = pg.Namespace
+		usage, err := podQuota.Usage(p)
+		if err != nil {
+			return "", fmt.Errorf("role %s: %w", r.Name, err)
+		}
+		roles = append(roles, role{field.NewPath("spec", "roles").Index(i).Child("count").String(), n, p, usage})
+	}
 	sorted := append([]*corev1.ResourceQuota(nil), quotas...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, q := range sorted {
 		limited := quota.ResourceNames(q.Status.Hard)
 		var need corev1.ResourceList
-		var roles []string
-		for i, r := range pg.Spec.Roles {
-			n := missing[r.Name]
-			if n <= 0 {
-				continue
-			}
-			p := templatePod(r.Template)
-			p.Namespace = pg.Namespace
-			matches, err := podQuota.Matches(q, p)
+		var named []string
+		for _, r := range roles {
+			matches, err := podQuota.Matches(q, r.pod)
 			if err != nil {
 				return "", fmt.Errorf("quota %s: %w", q.Name, err)
 			}
 			if !matches {
 				continue
 			}
-			usage, err := podQuota.Usage(p)
-			if err != nil {
-				return "", fmt.Errorf("quota %s: %w", q.Name, err)
-			}
-			need = quota.Add(need, times(quota.Mask(usage, limited), n))
-			roles = append(roles, fmt.Sprintf("%s (%d)", field.NewPath("spec", "roles").Index(i).Child("count"), n))
+			need = quota.Add(need, times(quota.Mask(r.usage, limited), r.n))
+			named = append(named, fmt.Sprintf("%s (%d)", r.path, r.n))
 		}
 		if len(need) == 0 {
 			continue
@@ -99,7 +111,7 @@ func reservationOverQuota(pg *v1alpha1.PodGroup, missing map[string]int32, quota
 			}
 			sort.Strings(parts)
 			return fmt.Sprintf("places reserved for pods created later, %s, exceed ResourceQuota %s: %s; a tenant may reserve only what its quota lets it run",
-				strings.Join(roles, ", "), q.Name, strings.Join(parts, "; ")), nil
+				strings.Join(named, ", "), q.Name, strings.Join(parts, "; ")), nil
 		}
 	}
 	return "", nil
