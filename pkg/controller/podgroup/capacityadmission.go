@@ -197,6 +197,7 @@ func (a *capacityAdmission) observeGroup(key string, pg *v1alpha1.PodGroup) {
 	if pg == nil {
 		a.tracker.ForgetGroup(key)
 		a.queue.forget(key)
+		a.held.forget(key)
 		a.queue.poke()
 		return
 	}

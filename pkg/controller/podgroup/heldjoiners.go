@@ -42,6 +42,15 @@ type heldPlacements struct {
 // placed again.
 type podsShape struct{ pods, active int32 }
 
+// forget drops what is held of a deleted group, so that the memory lasts no
+// longer than the group.
+func (h *heldPlacements) forget(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.since, key)
+	delete(h.expired, key)
+}
+
 // expireHeld is placeJoiners' first share: it gives back the placements
 // of pods that have stayed gated past maxHeldPlacement, and reports
 // whether the group's joiners may be placed now, and when to look again.

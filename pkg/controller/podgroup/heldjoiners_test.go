@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -104,5 +105,24 @@ func TestHeldJoinersEachKeepTheirClock(t *testing.T) {
 	h.step(time.Second) // a write that only removes a placement waits for the status batch period.
 	if placed := placedNodes(h.group()); len(placed) != 0 {
 		t.Errorf("placements %v after k's bound, want none", placed)
+	}
+}
+
+// TestHeldPlacementsForgetADeletedGroup: what is held of a group goes with
+// it, and only its own.
+func TestHeldPlacementsForgetADeletedGroup(t *testing.T) {
+	h := &heldPlacements{
+		since:   map[string]map[types.UID]time.Time{"ns/a": {"u1": time.Unix(1, 0)}, "ns/b": {"u2": time.Unix(2, 0)}},
+		expired: map[string]podsShape{"ns/a": {pods: 3, active: 3}, "ns/b": {pods: 1, active: 1}},
+	}
+	h.forget("ns/a")
+	if _, ok := h.since["ns/a"]; ok {
+		t.Error("the deleted group's held clocks are still remembered")
+	}
+	if _, ok := h.expired["ns/a"]; ok {
+		t.Error("the deleted group's expired shape is still remembered")
+	}
+	if len(h.since["ns/b"]) != 1 || h.expired["ns/b"] != (podsShape{pods: 1, active: 1}) {
+		t.Errorf("another group's memory changed: since %v, expired %v", h.since, h.expired)
 	}
 }
