@@ -287,6 +287,12 @@ func report(t *testing.T, list []attack, outcomes []outcome, quiet, loaded []gan
 		stuck = "none"
 	}
 	fmt.Fprintf(&b, "pods left a minute after every pod was deleted: %s\n", stuck)
+	// Last, so that a log's tail names what failed.
+	for i, a := range list {
+		if err := outcomes[i].err; err != nil {
+			fmt.Fprintf(&b, "FAILED item %s, %s: %v\n", a.item, a.name, err)
+		}
+	}
 	t.Log("\n" + b.String())
 }
 

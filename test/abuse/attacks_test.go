@@ -270,8 +270,20 @@ func finalizerPutBack(ctx context.Context, m tenant) (string, func() string, err
 			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 2},
 		}},
 	}
-	if _, err := muster.SchedulingV1alpha1().PodGroups(m.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		return "", nil, err
+	// The admin's create runs while another attack restarts Muster's etcd,
+	// so it is retried as an admin would retry it; a refusal is final.
+	var createErr error
+	if err := waitUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		_, createErr = muster.SchedulingV1alpha1().PodGroups(m.ns).Create(ctx, pg, metav1.CreateOptions{})
+		switch {
+		case createErr == nil, apierrors.IsAlreadyExists(createErr):
+			return true, nil
+		case apierrors.IsBadRequest(createErr), apierrors.IsInvalid(createErr), apierrors.IsForbidden(createErr):
+			return false, createErr
+		}
+		return false, nil
+	}); err != nil {
+		return "", nil, fmt.Errorf("the admin creating group finished: %w (last: %v)", err, createErr)
 	}
 	var pods []*corev1.Pod
 	for i := range 2 {
