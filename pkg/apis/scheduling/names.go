@@ -75,6 +75,9 @@ const (
 	// MaxUncountedTerminatedPods caps each list of status.uncountedTerminatedPods,
 	// as KEP-2307 caps a Job's, so that a status write stays small.
 	MaxUncountedTerminatedPods = 500
+	// MaxPreemptionVictims caps status.preemption.victims: a gang that
+	// would need more victims than this to fit does not preempt.
+	MaxPreemptionVictims = 100
 	// MaxGroupGates caps spec.schedulingGates, so that the conditions that
 	// name the gates stay readable and within their size limit.
 	MaxGroupGates = 32

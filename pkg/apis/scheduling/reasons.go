@@ -92,6 +92,26 @@ const (
 	ReasonPodsAgree = "PodsAgree"
 )
 
+// Preemption (docs/controller.md, "Gang preemption").
+const (
+	// ReasonPreempting, of Admitted=False: the gang evicts lower-priority
+	// gangs to fit, and is admitted once their pods are being deleted.
+	ReasonPreempting = "Preempting"
+	// ReasonPreemptionByMuster is the reason of Preempted=True on a victim
+	// group, of its Admitted=False, and of the DisruptionTarget condition
+	// that each of its evicted pods gets before it is deleted, as
+	// kube-scheduler's own preemption writes PreemptionByScheduler.
+	ReasonPreemptionByMuster = "PreemptionByMuster"
+	// ReasonReadmitted, of Preempted=False: the preempted group was
+	// admitted again.
+	ReasonReadmitted = "Readmitted"
+	// EventPreempting, on the preemptor: whom it preempts, and why.
+	EventPreempting = "Preempting"
+	// EventPreempted, on a victim group and on each evicted pod: who
+	// preempted it.
+	EventPreempted = "Preempted"
+)
+
 // Reasons of the controller's events, on PodGroups and on pods.
 const (
 	// EventAdmitted, on a group: it was admitted.

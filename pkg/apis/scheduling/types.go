@@ -172,6 +172,10 @@ const (
 	// of createdLater roles that do not exist yet, and False once every
 	// reservation was claimed or given back.
 	ConditionCapacityReserved = "CapacityReserved"
+	// ConditionPreempted is True once Muster preempted the group for a gang
+	// of higher priority: its released pods are evicted and it waits whole
+	// again. It goes False once the group is admitted again.
+	ConditionPreempted = "Preempted"
 )
 
 // Reasons of the Finished condition.
@@ -192,10 +196,13 @@ type PodGroupStatus struct {
 	Ready     int32
 	Succeeded int32
 	Failed    int32
+	Preempted int32
 
 	UncountedTerminatedPods *UncountedTerminatedPods
 
 	Placements []PodPlacement
+
+	Preemption *PodGroupPreemption
 
 	Reservations []RoleReservation
 
@@ -240,4 +247,31 @@ type PodGroupRoleStatus struct {
 type UncountedTerminatedPods struct {
 	Succeeded []types.UID
 	Failed    []types.UID
+	// Preempted are the UIDs of Failed that Muster preempted.
+	Preempted []types.UID
+}
+
+// PodGroupPreemption is a preemption decided for a group: what it evicts
+// to fit, written before any victim is touched.
+type PodGroupPreemption struct {
+	Time     metav1.Time
+	Priority int32
+	Victims  []PreemptionVictim
+}
+
+// The kinds of a PreemptionVictim.
+const (
+	VictimKindPodGroup = "PodGroup"
+	VictimKindPod      = "Pod"
+)
+
+// PreemptionVictim is one group, or one pod Muster does not manage, that a
+// preemption evicts whole.
+type PreemptionVictim struct {
+	Kind      string
+	Namespace string
+	Name      string
+	UID       types.UID
+	Priority  int32
+	Pods      int32
 }

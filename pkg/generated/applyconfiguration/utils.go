@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &schedulingv1alpha1.GangSchedulingPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroup"):
 		return &schedulingv1alpha1.PodGroupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupPreemption"):
+		return &schedulingv1alpha1.PodGroupPreemptionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupRole"):
 		return &schedulingv1alpha1.PodGroupRoleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupRoleStatus"):
@@ -54,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &schedulingv1alpha1.PodGroupTemplateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodPlacement"):
 		return &schedulingv1alpha1.PodPlacementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PreemptionVictim"):
+		return &schedulingv1alpha1.PreemptionVictimApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleReservation"):
 		return &schedulingv1alpha1.RoleReservationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TypedLocalObjectReference"):

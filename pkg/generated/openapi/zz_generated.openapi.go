@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.GangSchedulingPolicy{}.OpenAPIModelName():         schema_pkg_apis_scheduling_v1alpha1_GangSchedulingPolicy(ref),
 		v1alpha1.PodGroup{}.OpenAPIModelName():                     schema_pkg_apis_scheduling_v1alpha1_PodGroup(ref),
 		v1alpha1.PodGroupList{}.OpenAPIModelName():                 schema_pkg_apis_scheduling_v1alpha1_PodGroupList(ref),
+		v1alpha1.PodGroupPreemption{}.OpenAPIModelName():           schema_pkg_apis_scheduling_v1alpha1_PodGroupPreemption(ref),
 		v1alpha1.PodGroupRole{}.OpenAPIModelName():                 schema_pkg_apis_scheduling_v1alpha1_PodGroupRole(ref),
 		v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName():           schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleStatus(ref),
 		v1alpha1.PodGroupRoleTemplate{}.OpenAPIModelName():         schema_pkg_apis_scheduling_v1alpha1_PodGroupRoleTemplate(ref),
@@ -47,6 +48,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PodGroupStatus{}.OpenAPIModelName():               schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref),
 		v1alpha1.PodGroupTemplate{}.OpenAPIModelName():             schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref),
 		v1alpha1.PodPlacement{}.OpenAPIModelName():                 schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref),
+		v1alpha1.PreemptionVictim{}.OpenAPIModelName():             schema_pkg_apis_scheduling_v1alpha1_PreemptionVictim(ref),
 		v1alpha1.RoleReservation{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_RoleReservation(ref),
 		v1alpha1.TypedLocalObjectReference{}.OpenAPIModelName():    schema_pkg_apis_scheduling_v1alpha1_TypedLocalObjectReference(ref),
 		v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName():      schema_pkg_apis_scheduling_v1alpha1_UncountedTerminatedPods(ref),
@@ -493,6 +495,54 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupList(ref common.ReferenceCallba
 	}
 }
 
+func schema_pkg_apis_scheduling_v1alpha1_PodGroupPreemption(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodGroupPreemption is a preemption that Muster decided for a group.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when it was decided.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"priority": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Priority is the group's priority when it was decided.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"victims": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Victims are what it evicts, each whole.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PreemptionVictim{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"time", "priority", "victims"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PreemptionVictim{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_scheduling_v1alpha1_PodGroupRole(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -770,7 +820,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupSpec(ref common.ReferenceCallba
 					},
 					"priority": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Priority orders the admission of groups; higher goes first.",
+							Description: "Priority may lower the group's priority below what its pods' PriorityClass gives them, never raise it. A group's priority is the lowest spec.priority among its pods (which kube-apiserver's Priority admission sets from spec.priorityClassName), or this value if it is lower. It orders admission (higher first) and decides whom a gang may preempt (strictly lower only).",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -891,6 +941,13 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 							Format:      "int32",
 						},
 					},
+					"preempted": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Preempted is how many of the failed pods failed because Muster preempted them for a gang of higher priority: each carries the condition DisruptionTarget with reason PreemptionByMuster. Counted exactly once each, in the same write that counts them in failed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 					"uncountedTerminatedPods": {
 						SchemaProps: spec.SchemaProps{
 							Description: "UncountedTerminatedPods holds the UIDs of finished pods whose tracking finalizer the controller is removing and that are not yet in the counters (KEP-2307). Each list holds at most 500 UIDs.",
@@ -916,6 +973,12 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 									},
 								},
 							},
+						},
+					},
+					"preemption": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Preemption is the preemption Muster decided so that this group fits: the lower-priority groups (and, with --preempt-unmanaged, pods) it evicts whole. It is written before any victim is marked or any of its pods is touched, so that a new leader finishes the same preemption and never starts a second one for the group; it is cleared in the write that admits the group.",
+							Ref:         ref(v1alpha1.PodGroupPreemption{}.OpenAPIModelName()),
 						},
 					},
 					"reservations": {
@@ -990,7 +1053,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName(), v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.RoleReservation{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			v1alpha1.PodGroupPreemption{}.OpenAPIModelName(), v1alpha1.PodGroupRoleStatus{}.OpenAPIModelName(), v1alpha1.PodPlacement{}.OpenAPIModelName(), v1alpha1.RoleReservation{}.OpenAPIModelName(), v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1018,7 +1081,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref common.ReferenceCa
 					},
 					"priority": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Priority orders the admission of groups; higher goes first.",
+							Description: "Priority may lower the group's priority below what its pods' PriorityClass gives them, never raise it. A group's priority is the lowest spec.priority among its pods (which kube-apiserver's Priority admission sets from spec.priorityClassName), or this value if it is lower. It orders admission (higher first) and decides whom a gang may preempt (strictly lower only).",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1086,6 +1149,67 @@ func schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref common.ReferenceCallba
 					},
 				},
 				Required: []string{"pod", "uid", "node"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_PreemptionVictim(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PreemptionVictim is one group, or one pod that Muster does not manage, that a preemption evicts.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is PodGroup or Pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the victim's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the victim's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID is the victim's UID: a new object of the same name is not a victim.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"priority": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Priority is the victim's priority when it was chosen.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods is how many of its pods held capacity when it was chosen.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"kind", "namespace", "name", "uid", "priority"},
 			},
 		},
 	}
@@ -1200,6 +1324,25 @@ func schema_pkg_apis_scheduling_v1alpha1_UncountedTerminatedPods(ref common.Refe
 						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Failed holds UIDs of failed pods.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"preempted": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Preempted holds the UIDs of failed that Muster preempted: each is counted in preempted too when it is counted in failed.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -73,7 +73,12 @@ type PodGroupTemplate struct {
 	// It may change after creation.
 	SchedulingPolicy PodGroupSchedulingPolicy `json:"schedulingPolicy"`
 
-	// Priority orders the admission of groups; higher goes first.
+	// Priority may lower the group's priority below what its pods'
+	// PriorityClass gives them, never raise it. A group's priority is the
+	// lowest spec.priority among its pods (which kube-apiserver's Priority
+	// admission sets from spec.priorityClassName), or this value if it is
+	// lower. It orders admission (higher first) and decides whom a gang
+	// may preempt (strictly lower only).
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
 
@@ -227,7 +232,12 @@ type PodGroupSpec struct {
 	// +patchMergeKey=name
 	SchedulingGates []PodGroupSchedulingGate `json:"schedulingGates,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 
-	// Priority orders the admission of groups; higher goes first.
+	// Priority may lower the group's priority below what its pods'
+	// PriorityClass gives them, never raise it. A group's priority is the
+	// lowest spec.priority among its pods (which kube-apiserver's Priority
+	// admission sets from spec.priorityClassName), or this value if it is
+	// lower. It orders admission (higher first) and decides whom a gang
+	// may preempt (strictly lower only).
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
 
@@ -302,6 +312,12 @@ const (
 	// reservation was taken by an arriving pod, or ReservationExpired once
 	// what was left unclaimed past the role's timeout was given back.
 	ConditionCapacityReserved = "CapacityReserved"
+	// ConditionPreempted is True once Muster preempted the group for a gang
+	// of higher priority, which its message names: its pods that were
+	// released are evicted, and the group waits whole again, as for any
+	// gang, not admitted. It goes False (reason Readmitted) once the group
+	// is admitted again.
+	ConditionPreempted = "Preempted"
 )
 
 // Reasons of the Finished condition.
@@ -348,6 +364,12 @@ type PodGroupStatus struct {
 	// running, counted exactly once each.
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
+	// Preempted is how many of the failed pods failed because Muster
+	// preempted them for a gang of higher priority: each carries the
+	// condition DisruptionTarget with reason PreemptionByMuster. Counted
+	// exactly once each, in the same write that counts them in failed.
+	// +optional
+	Preempted int32 `json:"preempted,omitempty"`
 
 	// UncountedTerminatedPods holds the UIDs of finished pods whose tracking
 	// finalizer the controller is removing and that are not yet in the
@@ -364,6 +386,15 @@ type PodGroupStatus struct {
 	// +listType=map
 	// +listMapKey=uid
 	Placements []PodPlacement `json:"placements,omitempty"`
+
+	// Preemption is the preemption Muster decided so that this group fits:
+	// the lower-priority groups (and, with --preempt-unmanaged, pods) it
+	// evicts whole. It is written before any victim is marked or any of
+	// its pods is touched, so that a new leader finishes the same
+	// preemption and never starts a second one for the group; it is
+	// cleared in the write that admits the group.
+	// +optional
+	Preemption *PodGroupPreemption `json:"preemption,omitempty"`
 
 	// Reservations are the nodes that capacity-aware admission reserved for
 	// pods of createdLater roles that do not exist yet, written in the same
@@ -451,4 +482,44 @@ type UncountedTerminatedPods struct {
 	// +optional
 	// +listType=set
 	Failed []types.UID `json:"failed,omitempty"`
+	// Preempted holds the UIDs of failed that Muster preempted: each is
+	// counted in preempted too when it is counted in failed.
+	// +optional
+	// +listType=set
+	Preempted []types.UID `json:"preempted,omitempty"`
 }
+
+// PodGroupPreemption is a preemption that Muster decided for a group.
+type PodGroupPreemption struct {
+	// Time is when it was decided.
+	Time metav1.Time `json:"time"`
+	// Priority is the group's priority when it was decided.
+	Priority int32 `json:"priority"`
+	// Victims are what it evicts, each whole.
+	// +listType=atomic
+	Victims []PreemptionVictim `json:"victims"`
+}
+
+// PreemptionVictim is one group, or one pod that Muster does not manage,
+// that a preemption evicts.
+type PreemptionVictim struct {
+	// Kind is PodGroup or Pod.
+	Kind string `json:"kind"`
+	// Namespace is the victim's namespace.
+	Namespace string `json:"namespace"`
+	// Name is the victim's name.
+	Name string `json:"name"`
+	// UID is the victim's UID: a new object of the same name is not a victim.
+	UID types.UID `json:"uid"`
+	// Priority is the victim's priority when it was chosen.
+	Priority int32 `json:"priority"`
+	// Pods is how many of its pods held capacity when it was chosen.
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
+}
+
+// The kinds of a PreemptionVictim.
+const (
+	VictimKindPodGroup = "PodGroup"
+	VictimKindPod      = "Pod"
+)

@@ -42,6 +42,11 @@ func (in PodGroupList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodGroupPreemption) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PodGroupPreemption"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PodGroupRole) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.PodGroupRole"
 }
@@ -84,6 +89,11 @@ func (in PodGroupTemplate) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PodPlacement) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.PodPlacement"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PreemptionVictim) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PreemptionVictim"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

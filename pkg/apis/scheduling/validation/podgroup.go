@@ -141,7 +141,7 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 	// exceed pods; a ready pod is a bound one. Succeeded and failed are
 	// cumulative and include deleted pods, so they are not bounded by pods.
 	ofExistingPods := []counter{{"gated", s.Gated}, {"active", s.Active}, {"scheduled", s.Scheduled}, {"ready", s.Ready}}
-	cumulative := []counter{{"succeeded", s.Succeeded}, {"failed", s.Failed}}
+	cumulative := []counter{{"succeeded", s.Succeeded}, {"failed", s.Failed}, {"preempted", s.Preempted}}
 	for _, c := range slices.Concat([]counter{{"pods", s.Pods}}, ofExistingPods, cumulative) {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(c.value), fldPath.Child(c.name))...)
 	}
@@ -161,7 +161,13 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 	if u := s.UncountedTerminatedPods; u != nil {
 		allErrs = append(allErrs, validateUncounted(u, fldPath.Child("uncountedTerminatedPods"))...)
 	}
+	if s.Preempted > 0 && s.Preempted > s.Failed {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("preempted"), s.Preempted, fmt.Sprintf("must be less than or equal to status.failed (%d): a preempted pod is a failed one", s.Failed)))
+	}
 	allErrs = append(allErrs, validatePlacements(s.Placements, fldPath.Child("placements"))...)
+	if p := s.Preemption; p != nil {
+		allErrs = append(allErrs, validatePreemption(p, fldPath.Child("preemption"))...)
+	}
 	if s.CompletionTime != nil && s.StartTime != nil && s.CompletionTime.Before(s.StartTime) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("completionTime"), s.CompletionTime, "must not be before status.startTime"))
 	}
@@ -204,6 +210,59 @@ func validateUncounted(u *scheduling.UncountedTerminatedPods, fldPath *field.Pat
 			seen.Insert(uid)
 		}
 	}
+	p := fldPath.Child("preempted")
+	if len(u.Preempted) > scheduling.MaxUncountedTerminatedPods {
+		allErrs = append(allErrs, field.TooMany(p, len(u.Preempted), scheduling.MaxUncountedTerminatedPods))
+	}
+	failed := sets.New(u.Failed...)
+	preempted := sets.New[types.UID]()
+	for i, uid := range u.Preempted {
+		switch {
+		case preempted.Has(uid):
+			allErrs = append(allErrs, field.Duplicate(p.Index(i), uid))
+		case !failed.Has(uid):
+			allErrs = append(allErrs, field.Invalid(p.Index(i), uid, "must also be in uncountedTerminatedPods.failed: a preempted pod is a failed one"))
+		}
+		preempted.Insert(uid)
+	}
+	return allErrs
+}
+
+// validatePreemption checks that a preemption names each victim once, by
+// kind, valid names and UID, and names at most MaxPreemptionVictims.
+func validatePreemption(p *scheduling.PodGroupPreemption, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	vp := fldPath.Child("victims")
+	if len(p.Victims) == 0 {
+		allErrs = append(allErrs, field.Required(vp, "a preemption names at least one victim"))
+	}
+	if len(p.Victims) > scheduling.MaxPreemptionVictims {
+		allErrs = append(allErrs, field.TooMany(vp, len(p.Victims), scheduling.MaxPreemptionVictims))
+	}
+	seen := sets.New[types.UID]()
+	for i, v := range p.Victims {
+		idx := vp.Index(i)
+		if v.Kind != scheduling.VictimKindPodGroup && v.Kind != scheduling.VictimKindPod {
+			allErrs = append(allErrs, field.NotSupported(idx.Child("kind"), v.Kind, []string{scheduling.VictimKindPodGroup, scheduling.VictimKindPod}))
+		}
+		for _, msg := range apivalidation.ValidateNamespaceName(v.Namespace, false) {
+			allErrs = append(allErrs, field.Invalid(idx.Child("namespace"), v.Namespace, msg))
+		}
+		for _, msg := range apivalidation.NameIsDNSSubdomain(v.Name, false) {
+			allErrs = append(allErrs, field.Invalid(idx.Child("name"), v.Name, msg))
+		}
+		switch {
+		case v.UID == "":
+			allErrs = append(allErrs, field.Required(idx.Child("uid"), "the victim's UID is required"))
+		case seen.Has(v.UID):
+			allErrs = append(allErrs, field.Duplicate(idx.Child("uid"), v.UID))
+		}
+		seen.Insert(v.UID)
+		if v.Priority >= p.Priority {
+			allErrs = append(allErrs, field.Invalid(idx.Child("priority"), v.Priority, fmt.Sprintf("must be lower than preemption.priority (%d): a gang preempts only strictly lower priority", p.Priority)))
+		}
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(v.Pods), idx.Child("pods"))...)
+	}
 	return allErrs
 }
 
@@ -245,8 +304,15 @@ func validatePodGroupStatusTransition(s, old *scheduling.PodGroupStatus, fldPath
 	if s.Failed < old.Failed {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("failed"), s.Failed, fmt.Sprintf("must not decrease (was %d): each finished pod is counted exactly once", old.Failed)))
 	}
-	if old.AdmissionTime != nil && !apiequality.Semantic.DeepEqual(s.AdmissionTime, old.AdmissionTime) {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("admissionTime"), s.AdmissionTime, "field is immutable once set"))
+	if s.Preempted < old.Preempted {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("preempted"), s.Preempted, fmt.Sprintf("must not decrease (was %d): each finished pod is counted exactly once", old.Preempted)))
+	}
+	// A group preempted is admitted again later: only then may its
+	// admissionTime move, and only forward.
+	readmitted := meta.IsStatusConditionTrue(old.Conditions, scheduling.ConditionPreempted) &&
+		s.AdmissionTime != nil && old.AdmissionTime != nil && old.AdmissionTime.Before(s.AdmissionTime)
+	if old.AdmissionTime != nil && !readmitted && !apiequality.Semantic.DeepEqual(s.AdmissionTime, old.AdmissionTime) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("admissionTime"), s.AdmissionTime, "field is immutable once set, but for a later admission of a preempted group"))
 	}
 	if meta.IsStatusConditionTrue(old.Conditions, scheduling.ConditionScheduled) && !meta.IsStatusConditionTrue(s.Conditions, scheduling.ConditionScheduled) {
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("conditions"), "condition Scheduled cannot leave True once it is True"))

@@ -294,6 +294,23 @@ func TestValidatePodGroupStatusUpdate(t *testing.T) {
 		{"Finished True must have reason Succeeded or Failed", zero, scheduling.PodGroupStatus{Conditions: []metav1.Condition{cond(scheduling.ConditionFinished, True, "Done")}}, []want{notSupported("status.conditions")}},
 		{"Finished False may have any reason", zero, scheduling.PodGroupStatus{Conditions: []metav1.Condition{cond(scheduling.ConditionFinished, False, "Running")}}, nil},
 		{"Admitted may leave True", healthy, s(func(st *scheduling.PodGroupStatus) { st.Conditions[0].Status = False }), nil},
+
+		{"preempted may count failed pods", zero, scheduling.PodGroupStatus{Failed: 3, Preempted: 3}, nil},
+		{"preempted must not exceed failed", zero, scheduling.PodGroupStatus{Failed: 2, Preempted: 3}, []want{invalid("status.preempted")}},
+		{"preempted must not be negative", zero, scheduling.PodGroupStatus{Preempted: -1}, []want{invalid("status.preempted"), invalid("status.preempted")}},
+		{"preempted must not decrease", scheduling.PodGroupStatus{Failed: 3, Preempted: 3}, scheduling.PodGroupStatus{Failed: 3, Preempted: 2}, []want{invalid("status.preempted")}},
+		{"an uncounted preempted UID is an uncounted failed one", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Failed: []types.UID{"a", "b"}, Preempted: []types.UID{"b"}}}, nil},
+		{"an uncounted preempted UID must be in failed", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Failed: []types.UID{"a"}, Succeeded: []types.UID{"b"}, Preempted: []types.UID{"b"}}}, []want{invalid("status.uncountedTerminatedPods.preempted[0]")}},
+		{"uncounted preempted UIDs are unique", zero, scheduling.PodGroupStatus{UncountedTerminatedPods: &scheduling.UncountedTerminatedPods{Failed: []types.UID{"a"}, Preempted: []types.UID{"a", "a"}}}, []want{duplicate("status.uncountedTerminatedPods.preempted[1]")}},
+		{"a preemption names its victims", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "low", 1), victim("Pod", "web-0", 0))}, nil},
+		{"a preemption names at least one victim", zero, scheduling.PodGroupStatus{Preemption: preemption(10)}, []want{required("status.preemption.victims")}},
+		{"a victim's kind is PodGroup or Pod", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("Job", "low", 1))}, []want{notSupported("status.preemption.victims[0].kind")}},
+		{"a victim's name must be valid", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "Low_1", 1))}, []want{invalid("status.preemption.victims[0].name")}},
+		{"a victim's priority is strictly lower", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "equal", 10))}, []want{invalid("status.preemption.victims[0].priority")}},
+		{"a victim is named once", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "low", 1), victim("PodGroup", "low", 1))}, []want{duplicate("status.preemption.victims[1].uid")}},
+		{"101 victims are too many", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victims(101)...)}, []want{tooMany("status.preemption.victims")}},
+		{"a preempted group's admissionTime may move forward when it is admitted again", preempted(healthy), s(func(st *scheduling.PodGroupStatus) { st.AdmissionTime = at(40) }), nil},
+		{"a preempted group's admissionTime cannot move back", preempted(healthy), s(func(st *scheduling.PodGroupStatus) { st.AdmissionTime = at(5) }), []want{invalid("status.admissionTime")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -338,5 +355,28 @@ func gateNames(n int) []string {
 	for i := range out {
 		out[i] = fmt.Sprintf("example.com/gate-%d", i)
 	}
+	return out
+}
+
+func preemption(priority int32, vs ...scheduling.PreemptionVictim) *scheduling.PodGroupPreemption {
+	return &scheduling.PodGroupPreemption{Time: metav1.Unix(100, 0), Priority: priority, Victims: vs}
+}
+
+func victim(kind, name string, priority int32) scheduling.PreemptionVictim {
+	return scheduling.PreemptionVictim{Kind: kind, Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Priority: priority, Pods: 2}
+}
+
+func victims(n int) []scheduling.PreemptionVictim {
+	out := make([]scheduling.PreemptionVictim, n)
+	for i := range out {
+		out[i] = victim("PodGroup", fmt.Sprintf("low-%d", i), 1)
+	}
+	return out
+}
+
+// preempted is st with Preempted=True, as a group is once preempted.
+func preempted(st scheduling.PodGroupStatus) scheduling.PodGroupStatus {
+	out := *st.DeepCopy()
+	out.Conditions = append(out.Conditions, cond(scheduling.ConditionPreempted, metav1.ConditionTrue, scheduling.ReasonPreemptionByMuster))
 	return out
 }

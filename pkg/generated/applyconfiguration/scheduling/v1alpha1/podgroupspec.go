@@ -35,7 +35,12 @@ type PodGroupSpecApplyConfiguration struct {
 	// be set only at creation and afterwards only removed, in any order.
 	// Names are qualified names and unique.
 	SchedulingGates []PodGroupSchedulingGateApplyConfiguration `json:"schedulingGates,omitempty"`
-	// Priority orders the admission of groups; higher goes first.
+	// Priority may lower the group's priority below what its pods'
+	// PriorityClass gives them, never raise it. A group's priority is the
+	// lowest spec.priority among its pods (which kube-apiserver's Priority
+	// admission sets from spec.priorityClassName), or this value if it is
+	// lower. It orders admission (higher first) and decides whom a gang
+	// may preempt (strictly lower only).
 	Priority *int32 `json:"priority,omitempty"`
 	// Roles split the gang into pods of different shapes (KEP-976): at most
 	// 8, each named by a DNS label that the role's pods carry in the label

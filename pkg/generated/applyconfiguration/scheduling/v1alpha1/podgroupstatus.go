@@ -50,6 +50,11 @@ type PodGroupStatusApplyConfiguration struct {
 	// Failed is the number of pods that ended in failure or were deleted while
 	// running, counted exactly once each.
 	Failed *int32 `json:"failed,omitempty"`
+	// Preempted is how many of the failed pods failed because Muster
+	// preempted them for a gang of higher priority: each carries the
+	// condition DisruptionTarget with reason PreemptionByMuster. Counted
+	// exactly once each, in the same write that counts them in failed.
+	Preempted *int32 `json:"preempted,omitempty"`
 	// UncountedTerminatedPods holds the UIDs of finished pods whose tracking
 	// finalizer the controller is removing and that are not yet in the
 	// counters (KEP-2307). Each list holds at most 500 UIDs.
@@ -60,6 +65,13 @@ type PodGroupStatusApplyConfiguration struct {
 	// restarts in between carries out the same placement, and its capacity
 	// stays reserved meanwhile. An entry goes once its pod is released.
 	Placements []PodPlacementApplyConfiguration `json:"placements,omitempty"`
+	// Preemption is the preemption Muster decided so that this group fits:
+	// the lower-priority groups (and, with --preempt-unmanaged, pods) it
+	// evicts whole. It is written before any victim is marked or any of
+	// its pods is touched, so that a new leader finishes the same
+	// preemption and never starts a second one for the group; it is
+	// cleared in the write that admits the group.
+	Preemption *PodGroupPreemptionApplyConfiguration `json:"preemption,omitempty"`
 	// Reservations are the nodes that capacity-aware admission reserved for
 	// pods of createdLater roles that do not exist yet, written in the same
 	// write as Admitted=True. A pod of the role that arrives takes one: its
@@ -163,6 +175,14 @@ func (b *PodGroupStatusApplyConfiguration) WithFailed(value int32) *PodGroupStat
 	return b
 }
 
+// WithPreempted sets the Preempted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Preempted field is set to the value of the last call.
+func (b *PodGroupStatusApplyConfiguration) WithPreempted(value int32) *PodGroupStatusApplyConfiguration {
+	b.Preempted = &value
+	return b
+}
+
 // WithUncountedTerminatedPods sets the UncountedTerminatedPods field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the UncountedTerminatedPods field is set to the value of the last call.
@@ -181,6 +201,14 @@ func (b *PodGroupStatusApplyConfiguration) WithPlacements(values ...*PodPlacemen
 		}
 		b.Placements = append(b.Placements, *values[i])
 	}
+	return b
+}
+
+// WithPreemption sets the Preemption field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Preemption field is set to the value of the last call.
+func (b *PodGroupStatusApplyConfiguration) WithPreemption(value *PodGroupPreemptionApplyConfiguration) *PodGroupStatusApplyConfiguration {
+	b.Preemption = value
 	return b
 }
 

@@ -28,7 +28,12 @@ type PodGroupTemplateApplyConfiguration struct {
 	// SchedulingPolicy is copied into PodGroups created from this template.
 	// It may change after creation.
 	SchedulingPolicy *PodGroupSchedulingPolicyApplyConfiguration `json:"schedulingPolicy,omitempty"`
-	// Priority orders the admission of groups; higher goes first.
+	// Priority may lower the group's priority below what its pods'
+	// PriorityClass gives them, never raise it. A group's priority is the
+	// lowest spec.priority among its pods (which kube-apiserver's Priority
+	// admission sets from spec.priorityClassName), or this value if it is
+	// lower. It orders admission (higher first) and decides whom a gang
+	// may preempt (strictly lower only).
 	Priority *int32 `json:"priority,omitempty"`
 	// Roles split the gang into pods of different shapes (KEP-976): at most
 	// 8, each named by a DNS label that the role's pods carry in the label

@@ -32,6 +32,9 @@ type UncountedTerminatedPodsApplyConfiguration struct {
 	Succeeded []types.UID `json:"succeeded,omitempty"`
 	// Failed holds UIDs of failed pods.
 	Failed []types.UID `json:"failed,omitempty"`
+	// Preempted holds the UIDs of failed that Muster preempted: each is
+	// counted in preempted too when it is counted in failed.
+	Preempted []types.UID `json:"preempted,omitempty"`
 }
 
 // UncountedTerminatedPodsApplyConfiguration constructs a declarative configuration of the UncountedTerminatedPods type for use with
@@ -56,6 +59,16 @@ func (b *UncountedTerminatedPodsApplyConfiguration) WithSucceeded(values ...type
 func (b *UncountedTerminatedPodsApplyConfiguration) WithFailed(values ...types.UID) *UncountedTerminatedPodsApplyConfiguration {
 	for i := range values {
 		b.Failed = append(b.Failed, values[i])
+	}
+	return b
+}
+
+// WithPreempted adds the given value to the Preempted field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Preempted field.
+func (b *UncountedTerminatedPodsApplyConfiguration) WithPreempted(values ...types.UID) *UncountedTerminatedPodsApplyConfiguration {
+	for i := range values {
+		b.Preempted = append(b.Preempted, values[i])
 	}
 	return b
 }
