@@ -42,11 +42,14 @@ func newClients() {
 	clients.probeMuster = versioned.NewForConfigOrDie(probe)
 }
 
-// TestChaos drives -chaos.pods pods in gangs through Muster while R1 kills
-// the leader and R2 restarts kube-apiserver, etcd and Muster's etcd, then
-// checks that every group's counts equal what its pods did, that no pod
+// TestChaos drives -chaos.pods pods in gangs of mixed priorities through
+// Muster, on nodes too small for them all, while R1 kills the leader and R2
+// restarts kube-apiserver, etcd and Muster's etcd, then checks that every
+// group's counts (preempted included) equal what its pods did, that no pod
 // keeps Muster's finalizer or is stuck Terminating, that no gang was
-// released short, and that the APIs answered within 10s of each restart.
+// released short (a preempted gang's restart included) or partly evicted,
+// that preemption happened at all, and that the APIs answered within 10s
+// of each restart.
 func TestChaos(t *testing.T) {
 	began := time.Now()
 	budget := 10*time.Minute + time.Duration(*podsFlag)*100*time.Millisecond
@@ -61,18 +64,23 @@ func TestChaos(t *testing.T) {
 	if err := env.WaitForDefaultServiceAccount(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	if err := createClasses(ctx); err != nil {
+		t.Fatal(err)
+	}
 	seed := *seedFlag
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	l := newLoad(ns, clients.kube, clients.muster, *podsFlag, rand.New(rand.NewPCG(seed, 0)))
-	t.Logf("load: %d pods in %d gangs of 2 to 8 (one in four created from annotations), seed %d", l.pods(), len(l.gangs), seed)
+	t.Logf("load: %d pods in %d gangs of 2 to 8 (one in four created from annotations; %s), seed %d", l.pods(), len(l.gangs), l.classMix(), seed)
 	p := &probe{ns: ns}
 	if err := p.setUp(ctx); err != nil {
 		t.Fatalf("creating the probe's objects: %v", err)
 	}
 	stopInformer := l.watch(ctx)
 	defer stopInformer()
+	groups, stopGroups := l.watchGroups()
+	defer stopGroups()
 
 	// R1 and R2 run while the load runs.
 	chaosCtx, stopChaos := context.WithCancel(ctx)
@@ -103,13 +111,33 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("reading the outcome: %v", err)
 	}
 	converged := time.Since(began)
+	preemptedGroups, err := l.preemptedGroups(ctx)
+	if err != nil {
+		t.Fatalf("reading the preempted groups: %v", err)
+	}
+	for _, name := range groups.seenPreempted() {
+		if !slices.Contains(preemptedGroups, name) {
+			preemptedGroups = append(preemptedGroups, name)
+		}
+	}
+	decisions, victims, badDecisions := groups.check(l)
+	evictedGroups, gaveUp := l.evictedGangs()
 	r := report{
 		pods: l.pods(), gangs: len(l.gangs), succeeded: o.succeeded, failed: o.failed,
 		deletes: l.deletes.Load(), retries: l.retries.Load(), checks: l.checks.Load(),
+		preemptedGroups: len(preemptedGroups), evictedGroups: len(evictedGroups), preemptedPods: o.preempted,
+		decisions: decisions, victims: victims,
+		gangRestarts: l.restarts.Load(), gaveUp: gaveUp, evictedSucceeded: len(o.evictedSucceeded), otherDisruptions: l.disruptionCounts(),
 		created: created, finished: finished, converged: converged,
 		killer: killer, restarts: restarts,
 	}
 	r.log(t)
+	var schedulerEvents []string
+	if len(l.disruptedBy(corev1.PodReasonPreemptionByScheduler)) > 0 {
+		if schedulerEvents, err = l.schedulerPreemptions(ctx, o.names); err != nil {
+			t.Logf("reading kube-scheduler's Preempted events: %v", err)
+		}
+	}
 	var short []string
 	for _, g := range l.gangs {
 		if g.short.Load() {
@@ -128,7 +156,36 @@ func TestChaos(t *testing.T) {
 	}
 
 	if len(short) > 0 {
-		t.Errorf("%d gangs were released before all their pods existed: %s", len(short), first(short))
+		t.Errorf("%d gangs were released before all their pods (of the first generation, or of a restart after preemption) existed: %s", len(short), first(short))
+	}
+	// The load mixes priorities on nodes that cannot run it all at once, so
+	// gangs of higher priority must have preempted some: a run without any
+	// preemption proves nothing about it, whatever else it passed.
+	switch {
+	case len(preemptedGroups) == 0:
+		t.Errorf("no preemption happened: no group showed the Preempted condition, though %s gangs shared nodes too small for the load; "+
+			"either the load no longer fills the cluster or gangs no longer preempt, and the run proves nothing about preemption", l.classMix())
+	case o.preempted == 0:
+		t.Errorf("%d groups were preempted, but no pod was evicted by Muster's preemption (none ended Failed with DisruptionTarget reason %s): "+
+			"their released pods ran on, on room that was given to their preemptors", len(preemptedGroups), scheduling.ReasonPreemptionByMuster)
+	}
+	if notMarked := missing(evictedGroups, preemptedGroups); len(notMarked) > 0 {
+		t.Errorf("%d groups had pods evicted by Muster's preemption but do not show the Preempted condition: %s", len(notMarked), first(notMarked))
+	}
+	if len(badDecisions) > 0 {
+		t.Errorf("%d preemptions recorded priorities that differ from the gangs' classes, or chose victims not of strictly lower priority: %s", len(badDecisions), first(badDecisions))
+	}
+	if len(o.topEvicted) > 0 {
+		t.Errorf("%d pods of the highest priority were evicted by Muster's preemption, which only evicts strictly lower priorities: %s", len(o.topEvicted), first(o.topEvicted))
+	}
+	// kube-scheduler preempts on its own a released pod that does not fit
+	// where Muster put it, picking victims pod by pod: a gang it evicts is
+	// left partly running.
+	if byScheduler := l.disruptedBy(corev1.PodReasonPreemptionByScheduler); len(byScheduler) > 0 {
+		t.Errorf("kube-scheduler preempted %d pods, leaving their gangs partly running: %s; its events: %s", len(byScheduler), first(byScheduler), first(schedulerEvents))
+	}
+	for _, err := range l.errors() {
+		t.Errorf("%v", err)
 	}
 	if len(o.unfinished) > 0 {
 		t.Errorf("%d pods never finished: %s", len(o.unfinished), first(o.unfinished))

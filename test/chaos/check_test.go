@@ -3,35 +3,46 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// counts are a group's finished pods.
-type counts struct{ succeeded, failed int32 }
+// counts are a group's finished pods, and of the failed those that Muster
+// preempted.
+type counts struct{ succeeded, failed, preempted int32 }
 
 // outcome is what the load's pods did, read from them at the end: every pod
-// still exists then, because the pods deleted while running carry
-// holdFinalizer.
+// still exists then, because every pod carries holdFinalizer.
 type outcome struct {
 	byGroup    map[string]counts
 	unfinished []string // pods that never ended
 	tracked    []string // pods that still carry Muster's finalizer
 	succeeded  int
 	failed     int
+	// preempted are the failed pods that Muster marked for eviction;
+	// evictedSucceeded those it marked that succeeded all the same (their
+	// run ended before the kill).
+	preempted        int
+	evictedSucceeded []string
+	// topEvicted are pods of the highest class that Muster evicted:
+	// nothing has a strictly higher priority, so none may be.
+	topEvicted []string
+	// names are the pods' names and classes by UID, to name a preemptor.
+	names map[types.UID]string
 }
 
 // readOutcome lists the load's pods.
 func (l *load) readOutcome(ctx context.Context) (outcome, error) {
-	o := outcome{byGroup: map[string]counts{}}
+	o := outcome{byGroup: map[string]counts{}, names: map[types.UID]string{}}
 	list, err := clients.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return o, err
@@ -42,17 +53,33 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 		if l.byName[group] == nil {
 			continue
 		}
+		o.names[p.UID] = fmt.Sprintf("%s (%s)", p.Name, p.Spec.PriorityClassName)
 		if scheduling.HasTrackingFinalizer(p) {
 			o.tracked = append(o.tracked, p.Name)
 		}
 		c := o.byGroup[group]
+		// The informer saw the mark, or the pod still shows it: a pod that
+		// PodGC failed (deleted before it was bound) has its reason
+		// replaced with DeletionByPodGC.
+		_, evicted := l.evictedUIDs.Load(p.UID)
+		evicted = evicted || preemptedByMuster(p)
+		if evicted && p.Spec.PriorityClassName == classes[len(classes)-1].name {
+			o.topEvicted = append(o.topEvicted, p.Name)
+		}
 		switch p.Status.Phase {
 		case corev1.PodSucceeded:
 			c.succeeded++
 			o.succeeded++
+			if evicted {
+				o.evictedSucceeded = append(o.evictedSucceeded, p.Name)
+			}
 		case corev1.PodFailed:
 			c.failed++
 			o.failed++
+			if evicted {
+				c.preempted++
+				o.preempted++
+			}
 		default:
 			o.unfinished = append(o.unfinished, fmt.Sprintf("%s (%s)", p.Name, p.Status.Phase))
 		}
@@ -69,7 +96,7 @@ func (l *load) mismatches(ctx context.Context, want map[string]counts) ([]string
 	}
 	got := map[string]counts{}
 	for _, pg := range list.Items {
-		got[pg.Name] = counts{pg.Status.Succeeded, pg.Status.Failed}
+		got[pg.Name] = counts{pg.Status.Succeeded, pg.Status.Failed, pg.Status.Preempted}
 	}
 	var bad []string
 	for _, g := range l.gangs {
@@ -77,12 +104,29 @@ func (l *load) mismatches(ctx context.Context, want map[string]counts) ([]string
 		c, ok := got[g.name]
 		switch {
 		case !ok:
-			bad = append(bad, fmt.Sprintf("%s: no PodGroup (want succeeded %d, failed %d)", g.name, w.succeeded, w.failed))
+			bad = append(bad, fmt.Sprintf("%s: no PodGroup (want succeeded %d, failed %d, preempted %d)", g.name, w.succeeded, w.failed, w.preempted))
 		case c != w:
-			bad = append(bad, fmt.Sprintf("%s: succeeded %d, failed %d; its pods: %d and %d", g.name, c.succeeded, c.failed, w.succeeded, w.failed))
+			bad = append(bad, fmt.Sprintf("%s: succeeded %d, failed %d, preempted %d; its pods: %d, %d and %d",
+				g.name, c.succeeded, c.failed, c.preempted, w.succeeded, w.failed, w.preempted))
 		}
 	}
 	return bad, nil
+}
+
+// preemptedGroups lists the groups that show the Preempted condition, True
+// or (once admitted again) False: each was preempted at least once.
+func (l *load) preemptedGroups(ctx context.Context) ([]string, error) {
+	list, err := clients.muster.SchedulingV1alpha1().PodGroups(l.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, pg := range list.Items {
+		if l.byName[pg.Name] != nil && meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionPreempted) != nil {
+			names = append(names, pg.Name)
+		}
+	}
+	return names, nil
 }
 
 // converge waits until no pod carries Muster's finalizer and every group's
@@ -108,6 +152,48 @@ func (l *load) converge(ctx context.Context, timeout time.Duration) (outcome, []
 			return o, bad, ctx.Err()
 		}
 	}
+}
+
+// releaseHeld takes holdFinalizer off every pod of the load, 16 at once.
+func (l *load) releaseHeld(ctx context.Context) error {
+	pods := clients.kube.CoreV1().Pods(l.ns)
+	release := []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + holdFinalizer + `"]}}`)
+	work := make(chan string)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				if err := l.retry(ctx, "releasing "+name, func(ctx context.Context) error {
+					_, err := pods.Patch(ctx, name, types.StrategicMergePatchType, release, metav1.PatchOptions{})
+					return ignoreNotFound(err)
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, p := range l.allPods() {
+		select {
+		case work <- p.Name:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
 }
 
 // deleteAll deletes every pod, takes the load's own finalizer off the pods
@@ -143,19 +229,8 @@ func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, 
 			return nil, err
 		}
 	}
-	release := []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + holdFinalizer + `"]}}`)
-	for _, g := range l.gangs {
-		for _, p := range g.pods {
-			if !slices.Contains(p.Finalizers, holdFinalizer) {
-				continue
-			}
-			if err := l.retry(ctx, "releasing "+p.Name, func(ctx context.Context) error {
-				_, err := pods.Patch(ctx, p.Name, types.StrategicMergePatchType, release, metav1.PatchOptions{})
-				return err
-			}); err != nil {
-				return nil, err
-			}
-		}
+	if err := l.releaseHeld(ctx); err != nil {
+		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
 	for {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,11 +25,20 @@ import (
 )
 
 const (
-	// holdFinalizer keeps a pod that the load deletes while it runs until
-	// the end, so that its last phase can be read there.
+	// holdFinalizer keeps every pod of the load until the end, so that the
+	// last phase and conditions of those deleted while they ran (by the
+	// load, or by Muster's preemption) can be read there.
 	holdFinalizer = "chaos.muster.dev/hold"
 	// deleteAnnotation marks a pod that the load deletes once it runs.
 	deleteAnnotation = "chaos.muster.dev/delete-while-running"
+	// generationAnnotation numbers a gang's restarts: the load's framework
+	// creates the whole gang again, as generation 1, 2, ..., once Muster
+	// preempted it.
+	generationAnnotation = "chaos.muster.dev/generation"
+	// maxGenerations bounds a gang's restarts after preemption, as a
+	// framework's backoff limit does; a gang preempted more often is left
+	// as it is, waiting whole.
+	maxGenerations = 3
 
 	// failShare of the pods exit 1; deleteShare are deleted while running.
 	failShare   = 0.10
@@ -46,12 +56,31 @@ type gang struct {
 	// viaAnnotation gangs have no PodGroup from the load: their pods carry
 	// the min-count annotation, and the controller creates the group.
 	viaAnnotation bool
-	pods          []*corev1.Pod
-	// lastSent is set just before the create of the gang's last pod is
-	// sent: a pod released before that was released short.
-	lastSent atomic.Bool
+	class         priorityClass
+	size          int
+	// lastSent is the newest generation whose last pod's create was sent
+	// (-1 before): a pod of a later generation released before that was
+	// released short.
+	lastSent atomic.Int32
 	short    atomic.Bool
+
+	mu sync.Mutex
+	// pods are every generation's pods, in the order they were planned.
+	pods []*corev1.Pod
+	// seen is what the informer last showed of each pod; evicted are the
+	// pods seen marked by Muster's preemption.
+	seen    map[string]podSeen
+	evicted map[string]bool
+	// restartPending is set when a pod is seen evicted, and cleared when
+	// the framework creates the next generation.
+	restartPending bool
+	generation     int
+	gaveUp         bool
 }
+
+// podSeen is what a gang's restart waits on: none of its pods is released
+// and still running.
+type podSeen struct{ gated, terminal bool }
 
 // load creates gangs of pods that start, run and finish on kwok, keeping at
 // most maxActive unfinished, and watches that none is released short.
@@ -62,39 +91,57 @@ type load struct {
 	gangs  []*gang
 	byName map[string]*gang
 
+	// total is how many pods the load creates, restarts included.
+	total      atomic.Int64
 	created    atomic.Int64
 	finished   atomic.Int64
+	restarts   atomic.Int64
 	retries    atomic.Int64
 	deletes    atomic.Int64
 	checks     atomic.Int64
 	seenFinish sync.Map // pod name -> struct{}
 	seenDelete sync.Map // pod name -> struct{}
-	wake       chan struct{}
+	// evictedUIDs are the pods seen with DisruptionTarget of reason
+	// PreemptionByMuster; otherDisruptions those seen with another reason,
+	// by reason.
+	evictedUIDs      sync.Map // pod UID -> struct{}
+	mu               sync.Mutex
+	otherDisruptions map[string][]string
+	errs             []error
+	wake             chan struct{}
 }
 
 // newLoad plans gangs of 2 to 8 pods that add up to pods, one in four
-// created from pod annotations, with each pod's run time and outcome drawn
-// from rng.
+// created from pod annotations, each of a PriorityClass drawn by the
+// classes' shares, with each pod's run time and outcome drawn from rng.
 func newLoad(ns string, kube kubernetes.Interface, muster versioned.Interface, pods int, rng *rand.Rand) *load {
-	l := &load{ns: ns, kube: kube, muster: muster, byName: map[string]*gang{}, wake: make(chan struct{}, 1)}
+	l := &load{
+		ns: ns, kube: kube, muster: muster, byName: map[string]*gang{},
+		otherDisruptions: map[string][]string{}, wake: make(chan struct{}, 1),
+	}
 	for left, i := pods, 0; left > 0; i++ {
 		size := 2 + rng.IntN(7)
 		if left-size < 2 {
 			size = left
 		}
 		left -= size
-		g := &gang{name: fmt.Sprintf("g-%05d", i), viaAnnotation: i%4 == 3}
+		g := &gang{
+			name: fmt.Sprintf("g-%05d", i), viaAnnotation: i%4 == 3, class: drawClass(rng), size: size,
+			seen: map[string]podSeen{}, evicted: map[string]bool{},
+		}
+		g.lastSent.Store(-1)
 		for j := range size {
-			g.pods = append(g.pods, l.newPod(g, j, size, rng))
+			g.pods = append(g.pods, l.newPod(g, j, rng))
 		}
 		l.gangs = append(l.gangs, g)
 		l.byName[g.name] = g
 	}
+	l.total.Store(int64(l.planned()))
 	return l
 }
 
-// newPod is pod j of a gang of size.
-func (l *load) newPod(g *gang, j, size int, rng *rand.Rand) *corev1.Pod {
+// newPod is pod j of a gang's first generation.
+func (l *load) newPod(g *gang, j int, rng *rand.Rand) *corev1.Pod {
 	grace := int64(1)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -103,7 +150,9 @@ func (l *load) newPod(g *gang, j, size int, rng *rand.Rand) *corev1.Pod {
 			Labels:    map[string]string{scheduling.PodGroupLabel: g.name},
 			Annotations: map[string]string{
 				cluster.RunForAnnotation: fmt.Sprintf("%dms", 500+rng.IntN(1500)),
+				generationAnnotation:     "0",
 			},
+			Finalizers: []string{holdFinalizer},
 		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
@@ -111,28 +160,42 @@ func (l *load) newPod(g *gang, j, size int, rng *rand.Rand) *corev1.Pod {
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
 			}},
 			TerminationGracePeriodSeconds: &grace,
+			PriorityClassName:             g.class.name,
 		},
 	}
 	if g.viaAnnotation {
-		p.Annotations[scheduling.MinCountAnnotation] = strconv.Itoa(size)
+		p.Annotations[scheduling.MinCountAnnotation] = strconv.Itoa(g.size)
 	}
 	if rng.Float64() < failShare {
 		p.Annotations[cluster.ExitCodeAnnotation] = "1"
 	}
 	if rng.Float64() < deleteShare {
 		p.Annotations[deleteAnnotation] = "true"
-		p.Finalizers = []string{holdFinalizer}
 	}
 	return p
 }
 
-// pods is how many pods the load creates in all.
-func (l *load) pods() int {
+// planned is how many pods the load plans before any restart.
+func (l *load) planned() int {
 	n := 0
 	for _, g := range l.gangs {
-		n += len(g.pods)
+		n += g.size
 	}
 	return n
+}
+
+// pods is how many pods the load creates in all, restarts included.
+func (l *load) pods() int { return int(l.total.Load()) }
+
+// allPods lists every pod the load planned, restarts included.
+func (l *load) allPods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, g := range l.gangs {
+		g.mu.Lock()
+		pods = append(pods, g.pods...)
+		g.mu.Unlock()
+	}
+	return pods
 }
 
 // run creates every gang with creators workers, and returns once all are
@@ -180,14 +243,14 @@ feed:
 // annotations) and its pods, all but the last, then checks that none of
 // them was released before creating the last one.
 func (l *load) createGang(ctx context.Context, g *gang) error {
-	if err := l.waitForRoom(ctx, len(g.pods)); err != nil {
+	if err := l.waitForRoom(ctx, g.size); err != nil {
 		return err
 	}
 	if !g.viaAnnotation {
 		pg := &v1alpha1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: l.ns},
 			Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
-				Gang: &v1alpha1.GangSchedulingPolicy{MinCount: int32(len(g.pods))},
+				Gang: &v1alpha1.GangSchedulingPolicy{MinCount: int32(g.size)},
 			}},
 		}
 		if err := l.retry(ctx, "creating PodGroup "+g.name, func(ctx context.Context) error {
@@ -197,8 +260,18 @@ func (l *load) createGang(ctx context.Context, g *gang) error {
 			return err
 		}
 	}
-	last := len(g.pods) - 1
-	for _, p := range g.pods[:last] {
+	g.mu.Lock()
+	pods := g.pods[:g.size]
+	g.mu.Unlock()
+	return l.createGeneration(ctx, g, 0, pods)
+}
+
+// createGeneration creates the pods of a gang's generation, all but the
+// last, then checks that none of them was released before creating the
+// last one.
+func (l *load) createGeneration(ctx context.Context, g *gang, gen int, pods []*corev1.Pod) error {
+	last := len(pods) - 1
+	for _, p := range pods[:last] {
 		if err := l.createPod(ctx, p); err != nil {
 			return err
 		}
@@ -207,16 +280,16 @@ func (l *load) createGang(ctx context.Context, g *gang) error {
 	// With minCount one below the gang's size, as a stand-in for such a
 	// controller, this caught 11 of 44 gangs within 200ms of waiting.
 	time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
-	if err := l.checkHeld(ctx, g); err != nil {
+	if err := l.checkHeld(ctx, g, gen); err != nil {
 		return err
 	}
-	g.lastSent.Store(true)
-	return l.createPod(ctx, g.pods[last])
+	g.lastSent.Store(int32(gen))
+	return l.createPod(ctx, pods[last])
 }
 
-// checkHeld reads the gang's pods and marks it short if any lost
-// Muster's gate while the gang still lacked a pod.
-func (l *load) checkHeld(ctx context.Context, g *gang) error {
+// checkHeld reads the gang's pods and marks it short if any of generation
+// gen lost Muster's gate while the generation still lacked a pod.
+func (l *load) checkHeld(ctx context.Context, g *gang, gen int) error {
 	selector := labels.SelectorFromSet(labels.Set{scheduling.PodGroupLabel: g.name}).String()
 	return l.retry(ctx, "reading the pods of "+g.name, func(ctx context.Context) error {
 		list, err := l.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -225,12 +298,18 @@ func (l *load) checkHeld(ctx context.Context, g *gang) error {
 		}
 		l.checks.Add(1)
 		for i := range list.Items {
-			if !scheduling.HasGate(&list.Items[i]) {
+			if p := &list.Items[i]; generation(p) == gen && !scheduling.HasGate(p) {
 				g.short.Store(true)
 			}
 		}
 		return nil
 	})
+}
+
+// generation is the generation of a pod of the load.
+func generation(p *corev1.Pod) int {
+	gen, _ := strconv.Atoi(p.Annotations[generationAnnotation])
+	return gen
 }
 
 func (l *load) createPod(ctx context.Context, p *corev1.Pod) error {
@@ -259,15 +338,41 @@ func (l *load) waitForRoom(ctx context.Context, n int) error {
 }
 
 // observe is the pod informer's handler: it counts finished pods, deletes
-// the pods marked for it once they run, and marks a gang short when one of
-// its pods is seen without the gate before its last pod was sent.
+// the pods marked for it once they run, records the pods that were marked
+// for eviction, restarts a gang that Muster preempted, and marks a gang
+// short when one of its pods is seen without the gate before the last pod
+// of its generation was sent.
 func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 	g := l.byName[p.Labels[scheduling.PodGroupLabel]]
 	if g == nil {
 		return
 	}
-	if !scheduling.HasGate(p) && !g.lastSent.Load() {
+	if !scheduling.HasGate(p) && int(g.lastSent.Load()) < generation(p) {
 		g.short.Store(true)
+	}
+	switch reason := disruption(p); reason {
+	case "":
+	case scheduling.ReasonPreemptionByMuster:
+		l.evictedUIDs.Store(p.UID, struct{}{})
+	default:
+		l.mu.Lock()
+		if !slices.Contains(l.otherDisruptions[reason], p.Name) {
+			l.otherDisruptions[reason] = append(l.otherDisruptions[reason], p.Name)
+		}
+		l.mu.Unlock()
+	}
+	// A restart is planned before the pod that allows it is counted as
+	// finished, so that the load is never seen finished short of it.
+	if gen, pods := g.observe(p); pods != nil {
+		l.total.Add(int64(len(pods)))
+		l.restarts.Add(1)
+		go func() {
+			if err := l.createGeneration(ctx, g, gen, pods); err != nil {
+				l.mu.Lock()
+				l.errs = append(l.errs, fmt.Errorf("restarting gang %s: %w", g.name, err))
+				l.mu.Unlock()
+			}
+		}()
 	}
 	if scheduling.IsTerminal(p) {
 		if _, seen := l.seenFinish.LoadOrStore(p.Name, struct{}{}); !seen {
@@ -283,6 +388,47 @@ func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 			go l.deleteRunning(ctx, p.Name)
 		}
 	}
+}
+
+// observe records what the informer shows of one of the gang's pods, and
+// once Muster has preempted the gang and none of its pods is released and
+// still running, returns the next generation to create: the whole gang
+// again, as a framework restarts a gang that lost pods (JobSet's failure
+// policy, for one). Muster must keep it gated until the whole gang fits.
+// Each pod of the new generation is the same as the first's, so that a run
+// replays. It returns nil pods when no restart is due, or the gang was
+// restarted maxGenerations-1 times already.
+func (g *gang) observe(p *corev1.Pod) (int, []*corev1.Pod) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seen[p.Name] = podSeen{gated: scheduling.HasGate(p), terminal: scheduling.IsTerminal(p)}
+	if preemptedByMuster(p) && !g.evicted[p.Name] {
+		g.evicted[p.Name] = true
+		g.restartPending = true
+	}
+	if !g.restartPending {
+		return 0, nil
+	}
+	for _, s := range g.seen {
+		if !s.gated && !s.terminal {
+			return 0, nil
+		}
+	}
+	g.restartPending = false
+	if g.generation+1 >= maxGenerations {
+		g.gaveUp = true
+		return 0, nil
+	}
+	g.generation++
+	pods := make([]*corev1.Pod, g.size)
+	for j, first := range g.pods[:g.size] {
+		q := first.DeepCopy()
+		q.Name = fmt.Sprintf("%s-r%d-%d", g.name, g.generation, j)
+		q.Annotations[generationAnnotation] = strconv.Itoa(g.generation)
+		pods[j] = q
+	}
+	g.pods = append(g.pods, pods...)
+	return g.generation, pods
 }
 
 // deleteRunning deletes a running pod, as a user or a framework would.
@@ -330,6 +476,13 @@ func (l *load) retry(ctx context.Context, what string, fn func(context.Context) 
 
 func ignoreExists(err error) error {
 	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err

@@ -7,6 +7,11 @@
 //   - R2: kube-apiserver, etcd and Muster's own etcd are each killed and
 //     restarted once, at 30%, 55% and 80% of the pods.
 //
+// The gangs have mixed PriorityClasses and the nodes are too small to run
+// the load at once, so gangs of higher priority preempt admitted gangs of
+// lower priority all along; the load's framework restarts a preempted gang
+// whole (priority_test.go).
+//
 // `make chaos` runs it with 10,000 pods; `make test` with 2,000.
 package chaos
 
@@ -26,6 +31,9 @@ var (
 )
 
 var env *cluster.Cluster
+
+// nodeCPU is each fake node's CPU.
+const nodeCPU = "2"
 
 // musterArgs are the e2e suite's short leases: a killed leader's Lease
 // expires in 4s.
@@ -48,6 +56,10 @@ func run(m *testing.M) int {
 		MusterManifests: cluster.DefaultMusterManifests(),
 		MusterReplicas:  2,
 		MusterEtcd:      true,
+		// 4 nodes of 2 CPUs run 80 of the load's pods (100m each) at
+		// once, fewer than it keeps going (maxActive), so that admitted
+		// gangs hold the room that gangs of higher priority wait for.
+		NodeCPU: nodeCPU,
 	}
 	return cluster.RunSuite("chaos", opts, *keepFlag, func(c *cluster.Cluster) int {
 		env = c

@@ -8,9 +8,17 @@ import (
 
 // report is what a run prints: the counts and the timings.
 type report struct {
-	pods, gangs                         int
-	succeeded, failed                   int
-	deletes, retries, checks            int64
+	pods, gangs              int
+	succeeded, failed        int
+	deletes, retries, checks int64
+	// preemptedGroups show the Preempted condition; evictedGroups had pods
+	// evicted by it; preemptedPods are the pods counted preempted.
+	preemptedGroups, evictedGroups      int
+	preemptedPods, evictedSucceeded     int
+	gangRestarts                        int64
+	decisions, victims                  int
+	gaveUp                              int
+	otherDisruptions                    map[string]int
 	created, finished, converged, total time.Duration
 	killer                              *leaderKiller
 	restarts                            []restart
@@ -18,6 +26,12 @@ type report struct {
 
 func (r report) log(t *testing.T) {
 	t.Logf("pods %d in %d gangs: succeeded %d, failed %d (of which deleted while running %d)", r.pods, r.gangs, r.succeeded, r.failed, r.deletes)
+	t.Logf("preemption: %d groups preempted (Preempted condition seen), %d with pods evicted; %d pods counted preempted (%d more marked succeeded before the kill); %d gangs restarted by their framework, %d left waiting after %d generations",
+		r.preemptedGroups, r.evictedGroups, r.preemptedPods, r.evictedSucceeded, r.gangRestarts, r.gaveUp, maxGenerations)
+	t.Logf("preemptions seen in the preemptors' status: %d, choosing %d victims", r.decisions, r.victims)
+	if len(r.otherDisruptions) > 0 {
+		t.Logf("pods disrupted other than by Muster's preemption, by reason: %v", r.otherDisruptions)
+	}
 	t.Logf("held-gang checks %d; requests retried during the chaos %d", r.checks, r.retries)
 	t.Logf("all created after %s, all finished after %s (%.0f pods/s), counts checked after %s",
 		r.created.Round(time.Second), r.finished.Round(time.Second), float64(r.pods)/r.finished.Seconds(),
