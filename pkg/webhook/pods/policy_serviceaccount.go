@@ -12,9 +12,9 @@ import (
 )
 
 // WritesPolicyName names the ValidatingAdmissionPolicy, and its binding, that
-// confine Muster's own pod writes. RBAC can only grant "patch pods"; this
-// policy narrows that grant to what the controller does, and to the pods it
-// manages.
+// confine Muster's own pod writes. RBAC can only grant "patch pods", "patch
+// pods/status" and "delete pods"; this policy narrows those grants to what
+// the controller does, and but for preemption to the pods it manages.
 const WritesPolicyName = "muster-pod-writes"
 
 // The policies find Muster by a permission, not by its user name: a
