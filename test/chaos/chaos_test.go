@@ -127,7 +127,7 @@ func TestChaos(t *testing.T) {
 		deletes: l.deletes.Load(), retries: l.retries.Load(), checks: l.checks.Load(),
 		preemptedGroups: len(preemptedGroups), evictedGroups: len(evictedGroups), preemptedPods: o.preempted,
 		decisions: decisions, victims: victims,
-		gangRestarts: l.restarts.Load(), gaveUp: gaveUp, evictedSucceeded: len(o.evictedSucceeded), otherDisruptions: l.disruptionCounts(),
+		gangRestarts: l.restarts.Load(), gaveUp: gaveUp, evictedSucceeded: len(o.evictedSucceeded), neverBound: o.neverBound, remarked: o.remarked, otherDisruptions: l.disruptionCounts(),
 		created: created, finished: finished, converged: converged,
 		killer: killer, restarts: restarts,
 	}
@@ -150,7 +150,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("deleting the pods: %v", err)
 	}
 	t.Logf("deleted every pod: %d left after %s", len(stuck), time.Since(deleting).Round(time.Second))
-	badAfterDelete, err := l.mismatches(ctx, o.byGroup)
+	badAfterDelete, err := l.mismatches(ctx, o.byGroup, o.notes)
 	if err != nil {
 		t.Fatalf("reading the groups after their pods were deleted: %v", err)
 	}
@@ -174,6 +174,9 @@ func TestChaos(t *testing.T) {
 	}
 	if len(badDecisions) > 0 {
 		t.Errorf("%d preemptions recorded priorities that differ from the gangs' classes, or chose victims not of strictly lower priority: %s", len(badDecisions), first(badDecisions))
+	}
+	if len(o.ranOn) > 0 {
+		t.Errorf("%d pods kept running after Muster evicted the rest of their gang, leaving it partly running: %s", len(o.ranOn), first(o.ranOn))
 	}
 	if len(o.topEvicted) > 0 {
 		t.Errorf("%d pods of the highest priority were evicted by Muster's preemption, which only evicts strictly lower priorities: %s", len(o.topEvicted), first(o.topEvicted))

@@ -33,16 +33,40 @@ type outcome struct {
 	// run ended before the kill).
 	preempted        int
 	evictedSucceeded []string
+	// neverBound are pods that ended without ever being bound (PodGC
+	// failed them once they were deleted): they are in no count.
+	neverBound int
+	// remarked are pods seen marked by Muster that ended with another
+	// DisruptionTarget reason.
+	remarked []string
+	// ranOn are pods that kept running after Muster evicted the rest of
+	// their gang's generation: the gang was left partly running.
+	ranOn []string
 	// topEvicted are pods of the highest class that Muster evicted:
 	// nothing has a strictly higher priority, so none may be.
 	topEvicted []string
 	// names are the pods' names and classes by UID, to name a preemptor.
 	names map[types.UID]string
+	// notes say, by group, how many of its evicted pods were never bound
+	// and how many succeeded, for a mismatch's message.
+	notes map[string]*evictionNotes
+}
+
+// evictionNotes count the pods of a group that Muster evicted before they
+// were bound (they ran nothing, and end Failed by PodGC), and those it
+// marked that succeeded all the same.
+type evictionNotes struct{ unbound, succeeded int }
+
+func (n *evictionNotes) String() string {
+	if n == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (of its evicted pods %d were never bound, %d succeeded)", n.unbound, n.succeeded)
 }
 
 // readOutcome lists the load's pods.
 func (l *load) readOutcome(ctx context.Context) (outcome, error) {
-	o := outcome{byGroup: map[string]counts{}, names: map[types.UID]string{}}
+	o := outcome{byGroup: map[string]counts{}, names: map[types.UID]string{}, notes: map[string]*evictionNotes{}}
 	list, err := clients.kube.CoreV1().Pods(l.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return o, err
@@ -58,13 +82,38 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 			o.tracked = append(o.tracked, p.Name)
 		}
 		c := o.byGroup[group]
-		// The informer saw the mark, or the pod still shows it: a pod that
-		// PodGC failed (deleted before it was bound) has its reason
-		// replaced with DeletionByPodGC.
-		_, evicted := l.evictedUIDs.Load(p.UID)
-		evicted = evicted || preemptedByMuster(p)
+		// A pod counts as preempted by the condition it ended with, as
+		// Muster counts it. One that the informer saw marked by Muster and
+		// that ended with another reason was marked again by someone else
+		// (kube-scheduler's preemption, which conditions merged by type
+		// let replace Muster's reason).
+		evicted := preemptedByMuster(p)
+		if _, seen := l.evictedUIDs.Load(p.UID); seen && !evicted {
+			o.remarked = append(o.remarked, fmt.Sprintf("%s (%s)", p.Name, disruption(p)))
+		}
+		if evicted {
+			n := o.notes[group]
+			if n == nil {
+				n = &evictionNotes{}
+				o.notes[group] = n
+			}
+			if p.Spec.NodeName == "" {
+				n.unbound++
+			}
+			if p.Status.Phase == corev1.PodSucceeded {
+				n.succeeded++
+			}
+		}
 		if evicted && p.Spec.PriorityClassName == classes[len(classes)-1].name {
 			o.topEvicted = append(o.topEvicted, p.Name)
+		}
+		// A pod deleted before it was ever bound ran nothing: PodGC fails
+		// it, but it did nothing to count, and Muster counts it in neither
+		// succeeded nor failed (docs/controller.md, "Deleted pods").
+		if p.Spec.NodeName == "" && scheduling.IsTerminal(p) {
+			o.neverBound++
+			o.byGroup[group] = c
+			continue
 		}
 		switch p.Status.Phase {
 		case corev1.PodSucceeded:
@@ -85,11 +134,86 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 		}
 		o.byGroup[group] = c
 	}
+	o.ranOn = ranOn(list.Items)
 	return o, nil
 }
 
-// mismatches compares every gang's PodGroup status with what its pods did.
-func (l *load) mismatches(ctx context.Context, want map[string]counts) ([]string, error) {
+// evictionSlack is how long after the last of its generation's pods was
+// marked for eviction a pod of it may still end: the grace period of 1s,
+// and timestamps of whole seconds.
+const evictionSlack = 3 * time.Second
+
+// ranOn lists the pods that were bound before Muster marked the last pod
+// of their gang's generation for eviction, and ended unmarked more than
+// evictionSlack after it: Muster evicts a preempted gang whole. (A pod of
+// the generation that was still gated then may be released with a later
+// admission, and bound after the mark.)
+func ranOn(pods []corev1.Pod) []string {
+	type key struct {
+		group string
+		gen   int
+	}
+	marked := map[key]time.Time{}
+	for i := range pods {
+		p := &pods[i]
+		if t, ok := markedAt(p); ok {
+			k := key{p.Labels[scheduling.PodGroupLabel], generation(p)}
+			if t.After(marked[k]) {
+				marked[k] = t
+			}
+		}
+	}
+	var out []string
+	for i := range pods {
+		p := &pods[i]
+		at, ok := marked[key{p.Labels[scheduling.PodGroupLabel], generation(p)}]
+		if !ok || p.Spec.NodeName == "" || preemptedByMuster(p) {
+			continue
+		}
+		bound, ok := boundAt(p)
+		if !ok || bound.After(at) {
+			continue
+		}
+		if end, ok := finishedAt(p); ok && end.Sub(at) > evictionSlack {
+			out = append(out, fmt.Sprintf("%s ended %s after its gang was evicted", p.Name, end.Sub(at)))
+		}
+	}
+	return out
+}
+
+// markedAt is when Muster marked the pod for eviction.
+func markedAt(p *corev1.Pod) (time.Time, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Reason == scheduling.ReasonPreemptionByMuster {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// boundAt is when the pod was bound to its node.
+func boundAt(p *corev1.Pod) (time.Time, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// finishedAt is when the pod's container ended.
+func finishedAt(p *corev1.Pod) (time.Time, bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return t.FinishedAt.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// mismatches compares every gang's PodGroup status with what its pods did,
+// noted by notes.
+func (l *load) mismatches(ctx context.Context, want map[string]counts, notes map[string]*evictionNotes) ([]string, error) {
 	list, err := clients.muster.SchedulingV1alpha1().PodGroups(l.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -106,8 +230,8 @@ func (l *load) mismatches(ctx context.Context, want map[string]counts) ([]string
 		case !ok:
 			bad = append(bad, fmt.Sprintf("%s: no PodGroup (want succeeded %d, failed %d, preempted %d)", g.name, w.succeeded, w.failed, w.preempted))
 		case c != w:
-			bad = append(bad, fmt.Sprintf("%s: succeeded %d, failed %d, preempted %d; its pods: %d, %d and %d",
-				g.name, c.succeeded, c.failed, c.preempted, w.succeeded, w.failed, w.preempted))
+			bad = append(bad, fmt.Sprintf("%s: succeeded %d, failed %d, preempted %d; its pods: %d, %d and %d%s",
+				g.name, c.succeeded, c.failed, c.preempted, w.succeeded, w.failed, w.preempted, notes[g.name]))
 		}
 	}
 	return bad, nil
@@ -139,7 +263,7 @@ func (l *load) converge(ctx context.Context, timeout time.Duration) (outcome, []
 		if err != nil {
 			return o, nil, err
 		}
-		bad, err := l.mismatches(ctx, o.byGroup)
+		bad, err := l.mismatches(ctx, o.byGroup, o.notes)
 		if err != nil {
 			return o, nil, err
 		}
@@ -196,11 +320,16 @@ feed:
 	return err
 }
 
-// deleteAll deletes every pod, takes the load's own finalizer off the pods
-// it held, and waits for the namespace to hold no pod; it returns the pods
+// deleteAll takes the load's own finalizer off every pod, deletes them,
+// and waits for the namespace to hold no pod; it returns the pods
 // left, which are stuck Terminating.
 func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, error) {
 	pods := clients.kube.CoreV1().Pods(l.ns)
+	// Released first, every pod that has ended is removed at once when it
+	// is deleted (a grace period of 0), rather than waiting on kwok.
+	if err := l.releaseHeld(ctx); err != nil {
+		return nil, err
+	}
 	// A gang at a time, 8 at once: kube-apiserver deletes a collection with
 	// one worker, and 10,000 pods in one request outlast its timeout.
 	work := make(chan *gang)
@@ -228,9 +357,6 @@ func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, 
 		if err != nil {
 			return nil, err
 		}
-	}
-	if err := l.releaseHeld(ctx); err != nil {
-		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
 	for {

@@ -33,7 +33,7 @@ var (
 var env *cluster.Cluster
 
 // nodeCPU is each fake node's CPU.
-const nodeCPU = "2"
+const nodeCPU = "4"
 
 // musterArgs are the e2e suite's short leases: a killed leader's Lease
 // expires in 4s.
@@ -56,7 +56,7 @@ func run(m *testing.M) int {
 		MusterManifests: cluster.DefaultMusterManifests(),
 		MusterReplicas:  2,
 		MusterEtcd:      true,
-		// 4 nodes of 2 CPUs run 80 of the load's pods (100m each) at
+		// 4 nodes of 4 CPUs run 160 of the load's pods (100m each) at
 		// once, fewer than it keeps going (maxActive), so that admitted
 		// gangs hold the room that gangs of higher priority wait for.
 		NodeCPU: nodeCPU,

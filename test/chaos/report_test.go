@@ -15,6 +15,8 @@ type report struct {
 	// evicted by it; preemptedPods are the pods counted preempted.
 	preemptedGroups, evictedGroups      int
 	preemptedPods, evictedSucceeded     int
+	neverBound                          int
+	remarked                            []string
 	gangRestarts                        int64
 	decisions, victims                  int
 	gaveUp                              int
@@ -28,6 +30,12 @@ func (r report) log(t *testing.T) {
 	t.Logf("pods %d in %d gangs: succeeded %d, failed %d (of which deleted while running %d)", r.pods, r.gangs, r.succeeded, r.failed, r.deletes)
 	t.Logf("preemption: %d groups preempted (Preempted condition seen), %d with pods evicted; %d pods counted preempted (%d more marked succeeded before the kill); %d gangs restarted by their framework, %d left waiting after %d generations",
 		r.preemptedGroups, r.evictedGroups, r.preemptedPods, r.evictedSucceeded, r.gangRestarts, r.gaveUp, maxGenerations)
+	if len(r.remarked) > 0 {
+		t.Logf("%d pods marked by Muster's preemption ended with another DisruptionTarget reason, and count as not preempted: %s", len(r.remarked), first(r.remarked))
+	}
+	if r.neverBound > 0 {
+		t.Logf("%d pods were deleted before they were bound and counted nowhere", r.neverBound)
+	}
 	t.Logf("preemptions seen in the preemptors' status: %d, choosing %d victims", r.decisions, r.victims)
 	if len(r.otherDisruptions) > 0 {
 		t.Logf("pods disrupted other than by Muster's preemption, by reason: %v", r.otherDisruptions)
