@@ -82,13 +82,15 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 			o.tracked = append(o.tracked, p.Name)
 		}
 		c := o.byGroup[group]
-		// A pod counts as preempted by the condition it ended with, as
-		// Muster counts it. One that the informer saw marked by Muster and
-		// that ended with another reason was marked again by someone else
-		// (kube-scheduler's preemption, which conditions merged by type
-		// let replace Muster's reason).
-		evicted := preemptedByMuster(p)
-		if _, seen := l.evictedUIDs.Load(p.UID); seen && !evicted {
+		// A pod counts as preempted if it ever carried DisruptionTarget
+		// with reason PreemptionByMuster: the informer saw it, or the pod
+		// still shows it. kube-scheduler, preempting again a victim that
+		// is being deleted, may have rewritten the reason since
+		// (conditions merge by type); Muster counts such a pod as
+		// preempted too.
+		_, seen := l.evictedUIDs.Load(p.UID)
+		evicted := seen || preemptedByMuster(p)
+		if seen && !preemptedByMuster(p) {
 			o.remarked = append(o.remarked, fmt.Sprintf("%s (%s)", p.Name, disruption(p)))
 		}
 		if evicted {

@@ -31,7 +31,7 @@ func (r report) log(t *testing.T) {
 	t.Logf("preemption: %d groups preempted (Preempted condition seen), %d with pods evicted; %d pods counted preempted (%d more marked succeeded before the kill); %d gangs restarted by their framework, %d left waiting after %d generations",
 		r.preemptedGroups, r.evictedGroups, r.preemptedPods, r.evictedSucceeded, r.gangRestarts, r.gaveUp, maxGenerations)
 	if len(r.remarked) > 0 {
-		t.Logf("%d pods marked by Muster's preemption ended with another DisruptionTarget reason, and count as not preempted: %s", len(r.remarked), first(r.remarked))
+		t.Logf("%d pods marked by Muster's preemption ended with another DisruptionTarget reason (and count as preempted): %s", len(r.remarked), first(r.remarked))
 	}
 	if r.neverBound > 0 {
 		t.Logf("%d pods were deleted before they were bound and counted nowhere", r.neverBound)
