@@ -48,7 +48,7 @@ func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podVie
 			u.Succeeded = append(u.Succeeded, uid)
 		case v.finished[uid] == resultFailed && len(u.Failed) < scheduling.MaxUncountedTerminatedPods:
 			u.Failed = append(u.Failed, uid)
-			if v.preempted[uid] {
+			if v.preempted[uid] || evictedWhilePreempted(pg, v.withFinalizer[uid]) {
 				u.Preempted = append(u.Preempted, uid)
 			}
 		default:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,6 +109,44 @@ func disruptionPatch(uid types.UID, why string, now metav1.Time) ([]byte, error)
 			Message: why, LastTransitionTime: now,
 		}}},
 	})
+}
+
+// evictedWhilePreempted reports whether a failed pod was deleted, with a
+// DisruptionTarget condition of any reason, while its group was preempted
+// (from Preempted=True until it was admitted again): Muster evicted it,
+// though kube-scheduler wrote the condition last. Before 1.31 the
+// scheduler also preempts victims that are already being deleted, and
+// rewrites their reason to PreemptionByScheduler, when the preemptor's
+// pods, released with fast release, wait for them to go.
+func evictedWhilePreempted(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
+	if p == nil || p.DeletionTimestamp == nil || !disrupted(p) {
+		return false
+	}
+	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionPreempted)
+	if c == nil {
+		return false
+	}
+	deleted := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		deleted = deleted.Add(-time.Duration(*g) * time.Second)
+	}
+	// Times are in seconds: a pod deleted in the second of the marking
+	// was deleted by it.
+	from := c.LastTransitionTime.Time.Truncate(time.Second)
+	if deleted.Before(from) {
+		return false
+	}
+	return c.Status == metav1.ConditionTrue || deleted.Before(c.LastTransitionTime.Time)
+}
+
+// disrupted reports whether the pod carries DisruptionTarget=True.
+func disrupted(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // preemptedByMuster reports whether the pod carries DisruptionTarget with

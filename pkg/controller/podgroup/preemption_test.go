@@ -71,7 +71,7 @@ func preemptedAt(at time.Time) groupMod {
 	}
 }
 
-func disrupted(p *corev1.Pod) {
+func markedByMuster(p *corev1.Pod) {
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: scheduling.ReasonPreemptionByMuster,
 	})
@@ -84,7 +84,7 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 	pg := newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour)), preemptedAt(t0))
 	h := newHarness(t, nil, objects(pg,
 		newPod("r0", ungated, onNode("n"), running), newPod("r1", ungated, onNode("n"), running),
-		newPod("marked", ungated, onNode("n"), running, disrupted), newPod("new", createdAt(t0)))...)
+		newPod("marked", ungated, onNode("n"), running, markedByMuster), newPod("new", createdAt(t0)))...)
 	h.sync()
 	calls := h.mutations()
 	for _, name := range []string{"r0", "r1"} {
@@ -121,7 +121,7 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 func TestSyncCountsPreemptedPods(t *testing.T) {
 	pg := admitted(2)
 	h := newHarness(t, func(c *Config) { c.StatusBatchPeriod = 0 }, objects(pg,
-		newPod("evicted", ungated, onNode("n"), failed, disrupted), newPod("crashed", ungated, onNode("n"), failed))...)
+		newPod("evicted", ungated, onNode("n"), failed, markedByMuster), newPod("crashed", ungated, onNode("n"), failed))...)
 	h.sync()
 	writes := h.statusWrites()
 	if len(writes) < 2 {
@@ -197,6 +197,51 @@ func TestSyncMarksVictims(t *testing.T) {
 				if c == "update podgroups/status low" {
 					t.Errorf("the victim was marked a second time: %q", h.mutations())
 				}
+			}
+		})
+	}
+}
+
+// TestEvictedWhilePreempted: a pod deleted while its group was preempted
+// counts as preempted whoever wrote its DisruptionTarget last (before 1.31,
+// kube-scheduler rewrites it); one deleted before or after does not.
+func TestEvictedWhilePreempted(t *testing.T) {
+	byScheduler := func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+		})
+	}
+	deletedWithGrace := func(requested time.Time) podMod {
+		return func(p *corev1.Pod) {
+			p.DeletionGracePeriodSeconds = ptr.To(int64(30))
+			at := metav1.NewTime(requested.Add(30 * time.Second))
+			p.DeletionTimestamp = &at
+		}
+	}
+	marked := t0
+	tests := []struct {
+		name  string
+		group *v1alpha1.PodGroup
+		pod   *corev1.Pod
+		want  bool
+	}{
+		{"deleted while preempted, rewritten by the scheduler", newGroup(2, preemptedAt(marked)),
+			newPod("p", failed, byScheduler, deletedWithGrace(marked.Add(time.Second))), true},
+		{"deleted in the second of the marking", newGroup(2, preemptedAt(marked.Add(500 * time.Millisecond))),
+			newPod("p", failed, byScheduler, deletedWithGrace(marked)), true},
+		{"deleted before the group was preempted", newGroup(2, preemptedAt(marked)),
+			newPod("p", failed, byScheduler, deletedWithGrace(marked.Add(-time.Minute))), false},
+		{"deleted after the group was admitted again", newGroup(2,
+			condition(v1alpha1.ConditionPreempted, metav1.ConditionFalse, scheduling.ReasonReadmitted, marked.Add(time.Minute))),
+			newPod("p", failed, byScheduler, deletedWithGrace(marked.Add(2*time.Minute))), false},
+		{"deleted while preempted, with no DisruptionTarget", newGroup(2, preemptedAt(marked)),
+			newPod("p", failed, deletedWithGrace(marked.Add(time.Second))), false},
+		{"a group never preempted", newGroup(2), newPod("p", failed, byScheduler, deletedWithGrace(marked)), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := evictedWhilePreempted(tc.group, tc.pod); got != tc.want {
+				t.Errorf("evictedWhilePreempted = %v, want %v", got, tc.want)
 			}
 		})
 	}
