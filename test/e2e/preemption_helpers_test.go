@@ -609,8 +609,16 @@ func denyMusterEvictions(t *testing.T, ctx context.Context, ns string, status bo
 	t.Cleanup(allow)
 	// The policy applies once kube-apiserver's policy informer has it: probe
 	// with a dry-run delete as Muster, of a pod of a group that does not
-	// exist, until it is refused.
+	// exist, until it is refused. The probe carries DisruptionTarget, as a
+	// pod Muster evicts does, so that only this test's policy can refuse it
+	// (muster-pod-writes lets Muster delete no other pod).
 	probe := createPod(t, ctx, poolPod(ns, "probe", "probe", "1m", ""))
+	probe.Status.Conditions = append(probe.Status.Conditions, corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: scheduling.ReasonPreemptionByMuster, LastTransitionTime: metav1.Now(),
+	})
+	if _, err := kube.CoreV1().Pods(ns).UpdateStatus(ctx, probe, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("marking the probe pod: %v", err)
+	}
 	impersonated := env.ImpersonatingClient(musterUser())
 	waitFor(t, ctx, "the policy to deny Muster's pod deletes", func(ctx context.Context) (bool, error) {
 		err := impersonated.CoreV1().Pods(ns).Delete(ctx, probe.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
