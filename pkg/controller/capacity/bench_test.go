@@ -107,7 +107,7 @@ func BenchmarkAdmitGangDevices(b *testing.B) {
 func benchAdmit(b *testing.B, tr *Tracker, f *Filters, gang Candidate) {
 	b.ReportAllocs()
 	for b.Loop() {
-		v := Admit(tr.Snapshot(f), []Candidate{gang}, BestEffortFIFO)
+		v := Admit(tr.Snapshot(f), []Candidate{gang}, Options{Strategy: BestEffortFIFO})
 		if len(v) != 1 || !v[0].Admit {
 			b.Fatalf("gang not admitted: %+v", v)
 		}

@@ -37,6 +37,13 @@ type Candidate struct {
 	// admitted, all at once. Zero marks an admitted group, whose pods are placed one by one
 	// as they fit (replacements, or pods beyond minCount).
 	Need int
+	// Preempt says that the gang may preempt lower-priority ones to fit:
+	// none of its pods says preemptionPolicy: Never.
+	Preempt bool
+	// Preempting are the keys of the victims of the preemption recorded
+	// in the group's status: while any of them still holds capacity, the
+	// gang waits for them to go, and starts no second preemption.
+	Preempting []string
 }
 
 // Verdict is an admission cycle's decision for one candidate.
@@ -49,6 +56,22 @@ type Verdict struct {
 	Copies      []CopiesOnNode
 	// Reason and Message say why a gang waits, when it does not fit.
 	Reason, Message string
+	// Victims, with Reason Preempting, are a new preemption: what the gang
+	// evicts to fit. Assignments are then where its pods would go.
+	Victims []*Victim
+}
+
+// Options are an admission cycle's settings.
+type Options struct {
+	Strategy QueueingStrategy
+	// Victims returns what preemption may choose from; nil turns
+	// preemption off. The cycle calls it at most once, and only when a
+	// gang that may preempt does not fit.
+	Victims func() Pool
+	// Victims admitted (or pods created) after Now less MinRuntime are
+	// spared (--preemption-min-runtime).
+	Now        time.Time
+	MinRuntime time.Duration
 }
 
 // Admit runs one admission cycle on s: candidates are taken in order (by
@@ -62,7 +85,8 @@ type Verdict struct {
 // tenant whose group is admitted could keep adding pods and hold capacity
 // ahead of any higher-priority gang. Among equal priority they still go
 // first, since their group already runs and waits for them.
-func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Verdict {
+func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
+	strategy := opts.Strategy
 	cands := append([]Candidate(nil), candidates...)
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
@@ -86,6 +110,7 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 		verdicts []Verdict
 		empty    *Snapshot
 		head     string
+		pre      = preemption{opts: opts, taken: map[*Victim]bool{}}
 	)
 	for _, c := range cands {
 		// Under StrictFIFO nothing goes behind the head, joiners neither:
@@ -118,8 +143,12 @@ func Admit(s *Snapshot, candidates []Candidate, strategy QueueingStrategy) []Ver
 				continue
 			}
 		}
-		verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonInsufficientCapacity,
-			Message: fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, res.Placed(), res.Short)})
+		msg := fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, res.Placed(), res.Short)
+		if v, ok := pre.try(s, c, msg); ok {
+			verdicts = append(verdicts, v)
+		} else {
+			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonInsufficientCapacity, Message: v.Message})
+		}
 		if strategy == StrictFIFO {
 			head = c.Key
 		}
@@ -141,4 +170,95 @@ func judgeIdle(pods []*corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// preemption is what one cycle knows of preemption: the pool, fetched once,
+// and the victims taken so far, which no later preemptor takes again.
+type preemption struct {
+	opts   Options
+	pool   *Pool
+	spared int
+	taken  map[*Victim]bool
+}
+
+func (p *preemption) fetch() *Pool {
+	if p.pool == nil {
+		pool := p.opts.Victims()
+		if p.opts.MinRuntime > 0 {
+			cut := p.opts.Now.Add(-p.opts.MinRuntime)
+			kept := pool.Eligible[:0]
+			for _, v := range pool.Eligible {
+				if v.Since.After(cut) {
+					p.spared++
+					continue
+				}
+				kept = append(kept, v)
+			}
+			pool.Eligible = kept
+		}
+		p.pool = &pool
+	}
+	return p.pool
+}
+
+// try is preemption for a gang c that does not fit on s, with msg saying
+// why. A gang whose recorded preemption still has victims holding capacity
+// places itself as if they were gone, and holds that room for the rest of
+// the cycle, so that no gang of lower priority takes it meanwhile; it
+// waits, with reason Preempting. Otherwise, if it may preempt, it looks
+// for victims (Snapshot.preempt): found, they and its placement are
+// committed to s and the verdict names them. Not found, the verdict's
+// message says why preemption cannot help.
+func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
+	if p.opts.Victims == nil || c.Need == 0 {
+		return Verdict{Message: msg}, false
+	}
+	pool := p.fetch()
+	if len(c.Preempting) > 0 {
+		var going []*Victim
+		pods := 0
+		for _, key := range c.Preempting {
+			if v := pool.Marked[key]; v != nil {
+				going = append(going, v)
+				pods += v.Pods()
+			}
+			for _, v := range pool.Eligible {
+				if v.Key == key && !p.taken[v] {
+					going = append(going, v)
+					pods += v.Pods()
+				}
+			}
+		}
+		if len(going) > 0 {
+			for _, v := range going {
+				p.taken[v] = true
+			}
+			undo := s.evict(going)
+			res := s.Place(c.Pods, c.Copies...)
+			if res.Placed() >= c.Need {
+				s.Commit(res)
+			} else {
+				s.Discard(res)
+				undo()
+			}
+			return Verdict{Key: c.Key, Reason: scheduling.ReasonPreempting,
+				Message: fmt.Sprintf("waiting for %d pods of the %d preempted gang(s) or pod(s) to be deleted; %s", pods, len(going), msg)}, true
+		}
+	}
+	if !c.Preempt {
+		return Verdict{Message: msg + "; it does not preempt: its pods say preemptionPolicy: Never"}, false
+	}
+	ch, ok, why := s.preempt(c, pool.Eligible, p.taken)
+	if !ok {
+		if p.spared > 0 {
+			why += fmt.Sprintf(" (%d admitted more recently than --preemption-min-runtime are spared)", p.spared)
+		}
+		return Verdict{Message: msg + "; " + why}, false
+	}
+	s.Commit(ch.res)
+	for _, v := range ch.victims {
+		p.taken[v] = true
+	}
+	return Verdict{Key: c.Key, Reason: scheduling.ReasonPreempting, Victims: ch.victims, Assignments: ch.res.Assignments, Copies: ch.res.Copies,
+		Message: fmt.Sprintf("preempting %d of lower priority to fit: %s", len(ch.victims), describeVictims(ch.victims))}, true
 }

@@ -147,7 +147,7 @@ func TestAdmit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := snapshotOf(tc.nodes, tc.bound...)
 			got := map[string]outcome{}
-			for _, v := range Admit(s, tc.candidates, tc.strategy) {
+			for _, v := range Admit(s, tc.candidates, Options{Strategy: tc.strategy}) {
 				got[v.Key] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Reason: v.Reason}
 				if want, ok := tc.wantMsg[v.Key]; ok && !strings.HasPrefix(v.Message, want) {
 					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
@@ -171,7 +171,7 @@ func TestAdmitNeverOverCommits(t *testing.T) {
 	}
 	s := snapshotOf(nodes)
 	cpu := map[string]int64{}
-	for _, v := range Admit(s, cands, BestEffortFIFO) {
+	for _, v := range Admit(s, cands, Options{Strategy: BestEffortFIFO}) {
 		for _, a := range v.Assignments {
 			cpu[a.Node] += 6
 		}

@@ -241,7 +241,7 @@ func TestTwoGangsInOneCycleSeeEachOther(t *testing.T) {
 			vs := Admit(trackerOf(tc.nodes).Snapshot(f), []Candidate{
 				{Key: "ns/a", Pods: tc.a, Need: len(tc.a)},
 				{Key: "ns/b", Pods: tc.b, Need: len(tc.b), Created: metav1.Now().Time},
-			}, BestEffortFIFO)
+			}, Options{Strategy: BestEffortFIFO})
 			got := map[string]Verdict{}
 			for _, v := range vs {
 				got[v.Key] = v

@@ -61,6 +61,8 @@ type Tracker struct {
 	// (reserve.go).
 	reserved     map[string][]Slot
 	assumedSlots map[string][]Slot
+	// groups are what preemption needs of each group (victims.go).
+	groups map[string]GroupState
 }
 
 // holding is one pod that holds a node.
@@ -98,6 +100,7 @@ func NewTracker(fastRelease bool) *Tracker {
 		assumed:      map[string]map[types.UID]string{},
 		reserved:     map[string][]Slot{},
 		assumedSlots: map[string][]Slot{},
+		groups:       map[string]GroupState{},
 	}
 }
 

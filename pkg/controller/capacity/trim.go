@@ -18,7 +18,8 @@ import (
 //   - volumes that name storage (not configMaps, secrets, emptyDirs and
 //     the like): the volume filters;
 //   - resource claims and their statuses: DynamicResources;
-//   - phase and the resized resources in the statuses.
+//   - phase and the resized resources in the statuses;
+//   - priority and creation time, which preemption orders victims by.
 func PlacementPod(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -26,6 +27,7 @@ func PlacementPod(p *corev1.Pod) *corev1.Pod {
 			Namespace:         p.Namespace,
 			UID:               p.UID,
 			Labels:            p.Labels,
+			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
 		},
 		Spec: corev1.PodSpec{
@@ -41,6 +43,7 @@ func PlacementPod(p *corev1.Pod) *corev1.Pod {
 			Resources:                 p.Spec.Resources,
 			Volumes:                   StorageVolumes(p.Spec.Volumes),
 			ResourceClaims:            p.Spec.ResourceClaims,
+			Priority:                  p.Spec.Priority,
 		},
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,

@@ -48,6 +48,9 @@ func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podVie
 			u.Succeeded = append(u.Succeeded, uid)
 		case v.finished[uid] == resultFailed && len(u.Failed) < scheduling.MaxUncountedTerminatedPods:
 			u.Failed = append(u.Failed, uid)
+			if v.preempted[uid] {
+				u.Preempted = append(u.Preempted, uid)
+			}
 		default:
 			moreToRecord = true
 		}
@@ -131,13 +134,23 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 		}
 		return keep
 	}
+	// A preempted UID is also a failed one: it is counted in preempted in
+	// the same write that counts it in failed.
+	var keepP []types.UID
+	for _, uid := range u.Preempted {
+		if counted(uid) {
+			pg.Status.Preempted++
+		} else {
+			keepP = append(keepP, uid)
+		}
+	}
 	keepS := move(u.Succeeded, &pg.Status.Succeeded, "succeeded")
 	keepF := move(u.Failed, &pg.Status.Failed, "failed")
 	if len(keepS) == 0 && len(keepF) == 0 {
 		pg.Status.UncountedTerminatedPods = nil
 		return
 	}
-	pg.Status.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: keepS, Failed: keepF}
+	pg.Status.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: keepS, Failed: keepF, Preempted: keepP}
 }
 
 // flushWait is how long a refresh of the group's status, or a batch of

@@ -44,6 +44,14 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		v.reserveAfter = c.admitter.admitJoiners(key, pg, v, now)
 		return true
 	}
+	if n := stillReleased(pg, v); n > 0 {
+		// Preempted: it is admitted again only once its released pods are
+		// gone (evict.go), never alongside them.
+		c.admitter.withdraw(key)
+		c.setWaiting(pg, v, scheduling.ReasonPreemptionByMuster, fmt.Sprintf("%s; waiting for %d of its released pods to be evicted",
+			meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionPreempted).Message, n), now)
+		return false
+	}
 	if createdFromPods(pg) && v.pods == 0 {
 		c.admitter.withdraw(key)
 		c.setNoPods(pg, v, now) // ttl.go
@@ -102,6 +110,11 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
 	t := metav1.NewTime(now)
 	pg.Status.AdmissionTime = &t
+	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
+		// Admitted again after a preemption: admissionTime moves forward,
+		// which validation allows only then.
+		setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionFalse, scheduling.ReasonReadmitted, "admitted again after it was preempted", now)
+	}
 	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventAdmitted, msg) })
 	return true
 }

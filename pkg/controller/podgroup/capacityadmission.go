@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -39,8 +40,13 @@ type capacityAdmission struct {
 	kube               kubernetes.Interface
 	strategy           capacity.QueueingStrategy
 	reservationTimeout time.Duration
-	recorder           record.EventRecorder
-	clock              clock.PassiveClock
+	// preemption, preemptUnmanaged and preemptionMinRuntime are
+	// --preemption, --preempt-unmanaged and --preemption-min-runtime.
+	preemption           bool
+	preemptUnmanaged     bool
+	preemptionMinRuntime time.Duration
+	recorder             record.EventRecorder
+	clock                clock.PassiveClock
 	// enqueue hands a group to the sync workers, once a cycle decided for it.
 	enqueue func(key string)
 	// held remembers the placed joiners that stay gated (heldjoiners.go).
@@ -56,14 +62,17 @@ func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*cap
 		return nil, nil, fmt.Errorf("capacity-aware admission needs a node informer")
 	}
 	a := &capacityAdmission{
-		tracker:            capacity.NewTracker(c.cfg.FastRelease),
-		queue:              newAdmissionQueue(),
-		kube:               c.kube,
-		strategy:           c.cfg.QueueingStrategy,
-		reservationTimeout: c.cfg.ReservationTimeout,
-		recorder:           c.recorder,
-		clock:              c.clock,
-		enqueue:            c.queue.Add,
+		tracker:              capacity.NewTracker(c.cfg.FastRelease),
+		queue:                newAdmissionQueue(),
+		kube:                 c.kube,
+		strategy:             c.cfg.QueueingStrategy,
+		reservationTimeout:   c.cfg.ReservationTimeout,
+		preemption:           c.cfg.Preemption,
+		preemptUnmanaged:     c.cfg.PreemptUnmanaged,
+		preemptionMinRuntime: c.cfg.PreemptionMinRuntime,
+		recorder:             c.recorder,
+		clock:                c.clock,
+		enqueue:              c.queue.Add,
 	}
 	a.podStore = capacity.NewPodStore(a.tracker, a.queue.poke)
 	synced := []cache.InformerSynced{nodes.Informer().HasSynced, a.podStore.HasSynced}
@@ -195,6 +204,7 @@ func (a *capacityAdmission) observePod(p *corev1.Pod, gone bool) {
 // observeGroup tells the tracker what a group's status holds.
 func (a *capacityAdmission) observeGroup(key string, pg *v1alpha1.PodGroup) {
 	if pg == nil {
+		a.tracker.SetGroupState(key, nil)
 		a.tracker.ForgetGroup(key)
 		a.queue.forget(key)
 		a.held.forget(key)
@@ -205,6 +215,23 @@ func (a *capacityAdmission) observeGroup(key string, pg *v1alpha1.PodGroup) {
 	// for a moment, never not at all.
 	a.tracker.SetPlacements(key, placementsByUID(pg))
 	a.tracker.SetReservations(key, slotsOf(pg))
+	a.tracker.SetGroupState(key, groupState(pg))
+}
+
+// groupState is what preemption needs of a group: admitted (and not
+// finished) groups may be victims, preempted ones are victims whose pods
+// are going.
+func groupState(pg *v1alpha1.PodGroup) *capacity.GroupState {
+	st := &capacity.GroupState{UID: pg.UID, SpecPriority: pg.Spec.Priority}
+	if isFinished(pg) {
+		return st
+	}
+	st.Admitted = isAdmitted(pg)
+	st.Preempted = !st.Admitted && meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted)
+	if at := pg.Status.AdmissionTime; at != nil {
+		st.Since = at.Time
+	}
+	return st
 }
 
 func (a *capacityAdmission) setNode(obj interface{}) {

@@ -121,7 +121,8 @@ func (q *admissionQueue) apply(verdicts []capacity.Verdict) (changed []string, w
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, v := range verdicts {
-		if v.Admit {
+		if v.Admit || len(v.Victims) > 0 {
+			// An admission, or a preemption: the group's sync records it.
 			delete(q.candidates, v.Key)
 			delete(q.waiting, v.Key)
 			q.decided[v.Key] = v
@@ -179,7 +180,11 @@ func (a *capacityAdmission) admitCycle() {
 		return
 	}
 	start := a.clock.Now()
-	verdicts := capacity.Admit(a.tracker.Snapshot(a.filters), cands, a.strategy)
+	opts := capacity.Options{Strategy: a.strategy, Now: start, MinRuntime: a.preemptionMinRuntime}
+	if a.preemption {
+		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
+	}
+	verdicts := capacity.Admit(a.tracker.Snapshot(a.filters), cands, opts)
 	for _, v := range verdicts {
 		if v.Admit {
 			a.tracker.Assume(v.Key, assignedNodes(v))

@@ -12,6 +12,8 @@ import (
 // podView is what one sync knows about a group's pods: the counters that go
 // into status, and the pods each later step acts on.
 type podView struct {
+	// all are the group's pods, as the sync read them.
+	all                                   []*corev1.Pod
 	pods, gated, active, scheduled, ready int32
 	// roleActive counts the active pods of each role (roles.go).
 	roleActive map[string]int32
@@ -24,6 +26,9 @@ type podView struct {
 	// finished are pods that ended (or count as ended) and still carry the
 	// tracking finalizer, keyed by UID, with the result they count as.
 	finished map[types.UID]podResult
+	// preempted are the failed ones of finished that Muster preempted:
+	// they carry DisruptionTarget with reason PreemptionByMuster.
+	preempted map[types.UID]bool
 	// released are pods that were deleted before they were ever bound: they
 	// ran nothing, so the finalizer comes off without counting them.
 	released []*corev1.Pod
@@ -74,7 +79,7 @@ const (
 // and acts on. fastRelease makes a pod with a deletionTimestamp inactive at
 // once (KEP-6143); without it the pod stays active until it is terminal.
 func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView {
-	v := &podView{finished: map[types.UID]podResult{}, withFinalizer: map[types.UID]*corev1.Pod{}}
+	v := &podView{all: pods, finished: map[types.UID]podResult{}, preempted: map[types.UID]bool{}, withFinalizer: map[types.UID]*corev1.Pod{}}
 	for _, p := range pods {
 		v.pods++
 		terminal := scheduling.IsTerminal(p)
@@ -109,12 +114,12 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 		case p.Status.Phase == corev1.PodSucceeded:
 			v.finished[p.UID] = resultSucceeded
 		case p.Status.Phase == corev1.PodFailed:
-			v.finished[p.UID] = resultFailed
+			v.failed(p)
 		case deleting && p.Spec.NodeName == "":
 			v.released = append(v.released, p)
 		case deleting && !now.Before(p.DeletionTimestamp.Time):
 			// Deleted while running and past its grace period: it failed.
-			v.finished[p.UID] = resultFailed
+			v.failed(p)
 		case deleting:
 			v.terminating++
 			if v.nextCheck.IsZero() || p.DeletionTimestamp.Time.Before(v.nextCheck) {
@@ -123,6 +128,15 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 		}
 	}
 	return v
+}
+
+// failed notes a finished pod that counts as failed, and whether Muster
+// preempted it.
+func (v *podView) failed(p *corev1.Pod) {
+	v.finished[p.UID] = resultFailed
+	if preemptedByMuster(p) {
+		v.preempted[p.UID] = true
+	}
 }
 
 func isReady(p *corev1.Pod) bool {

@@ -46,6 +46,15 @@ type Config struct {
 	// CreatedGroupTTL is how long a PodGroup that the controller created
 	// from pod annotations stays once it has finished and has no pods left.
 	CreatedGroupTTL time.Duration
+	// Preemption lets a gang that does not fit evict whole admitted gangs
+	// of strictly lower priority (capacity-aware admission only).
+	Preemption bool
+	// PreemptUnmanaged lets preemption evict pods Muster does not manage,
+	// of strictly lower priority, too.
+	PreemptUnmanaged bool
+	// PreemptionMinRuntime spares a gang admitted (or a pod created) more
+	// recently than this from preemption.
+	PreemptionMinRuntime time.Duration
 }
 
 // The admission modes of --admission.
@@ -68,6 +77,7 @@ func DefaultConfig() Config {
 		StalledTimeout:     time.Minute,
 		ReservationTimeout: 5 * time.Minute,
 		CreatedGroupTTL:    time.Hour,
+		Preemption:         true,
 	}
 }
 
@@ -98,6 +108,13 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"before what is unclaimed is given back; a role's reservationTimeoutSeconds overrides it.")
 	fs.DurationVar(&c.CreatedGroupTTL, "created-group-ttl", c.CreatedGroupTTL,
 		"How long a PodGroup the controller created from pod annotations is kept once it has finished and has no pods left; then it is deleted. 0 deletes it at once.")
+	fs.BoolVar(&c.Preemption, "preemption", c.Preemption,
+		"Let a gang that does not fit evict whole admitted gangs of strictly lower priority (their pods get the condition DisruptionTarget, "+
+			"reason PreemptionByMuster, and are deleted). A gang's priority is its pods' lowest (from their PriorityClass); with --admission=capacity only.")
+	fs.BoolVar(&c.PreemptUnmanaged, "preempt-unmanaged", c.PreemptUnmanaged,
+		"Let preemption evict pods Muster does not manage (without the pod-group label) of strictly lower priority too, each as a victim of its own.")
+	fs.DurationVar(&c.PreemptionMinRuntime, "preemption-min-runtime", c.PreemptionMinRuntime,
+		"Spare a gang admitted (or a pod Muster does not manage created) more recently than this from preemption. 0 spares none.")
 }
 
 // Validate checks the configuration.
@@ -126,6 +143,9 @@ func (c *Config) Validate() []error {
 	}
 	if c.CreatedGroupTTL < 0 {
 		errs = append(errs, fmt.Errorf("--created-group-ttl must not be negative, got %s", c.CreatedGroupTTL))
+	}
+	if c.PreemptionMinRuntime < 0 {
+		errs = append(errs, fmt.Errorf("--preemption-min-runtime must not be negative, got %s", c.PreemptionMinRuntime))
 	}
 	if c.StalledTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--stalled-pod-timeout must be positive, got %s", c.StalledTimeout))

@@ -25,6 +25,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "at least one worker", mod: func(c *Config) { c.Workers = 0 }, wantErr: "--controller-workers"},
 		{name: "at least one patch in flight", mod: func(c *Config) { c.PatchConcurrency = 0 }, wantErr: "--pod-patch-concurrency"},
 		{name: "a negative release grace is rejected", mod: func(c *Config) { c.ReleaseGrace = -time.Second }, wantErr: "--release-grace"},
+		{name: "a negative preemption min runtime is rejected", mod: func(c *Config) { c.PreemptionMinRuntime = -time.Second }, wantErr: "--preemption-min-runtime"},
 		{name: "a zero release grace is allowed", mod: func(c *Config) { c.ReleaseGrace = 0 }},
 		{name: "a negative batch period is rejected", mod: func(c *Config) { c.StatusBatchPeriod = -time.Second }, wantErr: "--status-batch-period"},
 		{name: "a namespace selector that does not parse is rejected", mod: func(c *Config) { c.NamespaceSelector = "a in (" }, wantErr: "--namespace-selector"},
@@ -55,14 +56,16 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	err := fs.Parse([]string{"--controller-workers=2", "--pod-patch-concurrency=3", "--release-grace=1m",
 		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a",
-		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m", "--reservation-timeout=90s", "--created-group-ttl=10m"})
+		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m", "--reservation-timeout=90s", "--created-group-ttl=10m",
+		"--preemption=false", "--preempt-unmanaged", "--preemption-min-runtime=5m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Workers: 2, PatchConcurrency: 3, ReleaseGrace: time.Minute, FastRelease: false,
 		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a",
 		Admission: AdmissionCount, QueueingStrategy: capacity.StrictFIFO, StalledTimeout: 2 * time.Minute,
-		ReservationTimeout: 90 * time.Second, CreatedGroupTTL: 10 * time.Minute}
+		ReservationTimeout: 90 * time.Second, CreatedGroupTTL: 10 * time.Minute,
+		Preemption: false, PreemptUnmanaged: true, PreemptionMinRuntime: 5 * time.Minute}
 	if c != want {
 		t.Errorf("config = %+v, want %+v", c, want)
 	}

@@ -21,6 +21,9 @@ type controllerMetrics struct {
 	waitingForCapacity *k8smetrics.Gauge
 	admissionCycle     *k8smetrics.Histogram
 	stalledGroups      *k8smetrics.Gauge
+	preemptions        *k8smetrics.Counter
+	preemptionVictims  *k8smetrics.Counter
+	podsPreempted      *k8smetrics.Counter
 
 	mu sync.Mutex
 	// groups remembers each group's gated pods and phase, so that the gauge
@@ -73,10 +76,22 @@ func newControllerMetrics() *controllerMetrics {
 			Subsystem: metricsSubsystem, Name: "podgroups_stalled",
 			Help: "PodGroups with a released pod that stays unschedulable on the node reserved for it.", StabilityLevel: k8smetrics.ALPHA,
 		}),
+		preemptions: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "preemptions_total",
+			Help: "Preemptions decided: gangs that evict lower-priority gangs (or pods) to fit.", StabilityLevel: k8smetrics.ALPHA,
+		}),
+		preemptionVictims: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "preemption_victims_total",
+			Help: "Gangs and pods that preemptions decided to evict, each counted once.", StabilityLevel: k8smetrics.ALPHA,
+		}),
+		podsPreempted: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "pods_preempted_total",
+			Help: "Pods the controller gave the DisruptionTarget condition (reason PreemptionByMuster) and deleted.", StabilityLevel: k8smetrics.ALPHA,
+		}),
 		groups: map[string]groupGauge{},
 	}
 	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
-		m.waitingForCapacity, m.admissionCycle, m.stalledGroups)
+		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted)
 	return m
 }
 

@@ -32,7 +32,15 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 	released := v.active - int32(len(activeGated(v))) + int32(free)
 	if d, ok := a.queue.decision(key); ok {
 		pods, reserved := validAssignments(d, toPlace), validCopies(d, missing)
-		if placed := int32(len(pods)) + placedCopies(reserved); placed > 0 && placed+released >= need {
+		placed := int32(len(pods)) + placedCopies(reserved)
+		if len(d.Victims) > 0 && placed+released >= need {
+			// A preemption: recorded now, carried out once written
+			// (preemption.go); the gang is admitted in a later cycle.
+			a.recordPreemption(pg, v, d, gangPriority(pg, v.all), now)
+			return capacity.Verdict{}, false
+		}
+		if len(d.Victims) == 0 && placed > 0 && placed+released >= need {
+			pg.Status.Preemption = nil
 			addPlacements(pg, pods)
 			if len(reserved) > 0 {
 				addReservations(pg, reserved)
@@ -50,8 +58,9 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 		return capacity.Verdict{}, true
 	}
 	a.queue.offer(capacity.Candidate{
-		Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time,
+		Key: key, Priority: gangPriority(pg, v.all), Created: pg.CreationTimestamp.Time,
 		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),
+		Preempt: mayPreempt(v.all), Preempting: preemptingKeys(pg),
 	})
 	w, _ := a.queue.waitReason(key)
 	return w, false
@@ -81,7 +90,7 @@ func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *p
 		a.queue.withdraw(key)
 		return next
 	}
-	a.queue.offer(capacity.Candidate{Key: key, Priority: priorityOf(pg), Created: pg.CreationTimestamp.Time, Pods: toPlace})
+	a.queue.offer(capacity.Candidate{Key: key, Priority: gangPriority(pg, v.all), Created: pg.CreationTimestamp.Time, Pods: toPlace})
 	return next
 }
 
@@ -174,13 +183,6 @@ func placementsAdded(a, b *v1alpha1.PodGroup) bool {
 		}
 	}
 	return false
-}
-
-func priorityOf(pg *v1alpha1.PodGroup) int32 {
-	if pg.Spec.Priority != nil {
-		return *pg.Spec.Priority
-	}
-	return 0
 }
 
 // releasePatch is the patch that releases a pod: the gate comes off and, with

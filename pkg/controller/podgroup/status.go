@@ -35,9 +35,13 @@ type decisions struct {
 	// Conditions are admission, scheduling and finishing (with the start of
 	// a replacement wait), without their messages and times.
 	Conditions []conditionDecision
-	// Succeeded, Failed and Uncounted are the accounting counts and lists.
-	Succeeded, Failed int32
-	Uncounted         *v1alpha1.UncountedTerminatedPods
+	// Succeeded, Failed, Preempted and Uncounted are the accounting counts
+	// and lists.
+	Succeeded, Failed, Preempted int32
+	Uncounted                    *v1alpha1.UncountedTerminatedPods
+	// Preemption is a preemption decided for the group, written before any
+	// victim is touched (preemption.go).
+	Preemption *v1alpha1.PodGroupPreemption
 	// The timestamps are set once, when their decision is made.
 	AdmissionTime, StartTime, CompletionTime *metav1.Time
 	// Roles are each role's accounting (roles.go); its active pods are a refresh.
@@ -57,7 +61,9 @@ func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
 	d := decisions{
 		Succeeded:      s.Succeeded,
 		Failed:         s.Failed,
+		Preempted:      s.Preempted,
 		Uncounted:      s.UncountedTerminatedPods,
+		Preemption:     s.Preemption,
 		AdmissionTime:  s.AdmissionTime,
 		StartTime:      s.StartTime,
 		CompletionTime: s.CompletionTime,

@@ -72,6 +72,10 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		{"Roles", "a role's uncounted pods are a decision", func(s *v1alpha1.PodGroupStatus) {
 			s.Roles[0].UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Failed: []types.UID{"u"}}
 		}, true},
+		{"Preempted", "the preempted count is a decision", func(s *v1alpha1.PodGroupStatus) { s.Preempted = 1 }, true},
+		{"Preemption", "a preemption decided is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Preemption = &v1alpha1.PodGroupPreemption{Priority: 10, Victims: []v1alpha1.PreemptionVictim{{Kind: "PodGroup", Namespace: "ns", Name: "low", UID: "u", Priority: 1}}}
+		}, true},
 		{"ObservedGeneration", "observedGeneration is a refresh", func(s *v1alpha1.PodGroupStatus) { s.ObservedGeneration = 3 }, false},
 	}
 	covered := map[string]bool{}

@@ -132,7 +132,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	} else if isFinished(pg) {
 		c.warnFinishedJoiners(pg, view)
 	}
-	removed, removeErr := c.removeFinalizers(ctx, pg, view) // step 10
+	actErr = errors.Join(actErr, c.markVictims(ctx, pg))          // step 9b, preemption.go
+	actErr = errors.Join(actErr, c.evictPreempted(ctx, pg, view)) // step 9c, evict.go
+	removed, removeErr := c.removeFinalizers(ctx, pg, view)       // step 10
 	actErr = errors.Join(actErr, removeErr)
 
 	// Count, steps 11 to 13: what lost its finalizer, and finish the group

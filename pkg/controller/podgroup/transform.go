@@ -90,6 +90,8 @@ func TransformPod(obj interface{}) (interface{}, error) {
 			Resources:                 p.Spec.Resources,
 			Volumes:                   capacity.StorageVolumes(p.Spec.Volumes),
 			ResourceClaims:            p.Spec.ResourceClaims,
+			Priority:                  p.Spec.Priority,
+			PreemptionPolicy:          p.Spec.PreemptionPolicy,
 		},
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,

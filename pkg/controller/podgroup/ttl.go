@@ -86,6 +86,10 @@ func (c *Controller) setNoPods(pg *v1alpha1.PodGroup, v *podView, now time.Time)
 		// lastTransitionTime, which the TTL is measured from.
 		meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionAdmitted)
 	}
-	c.setWaiting(pg, v, scheduling.ReasonNoPods, fmt.Sprintf("was created from pod annotations and never admitted, and has no pod left; "+
-		"it is deleted %s after its last pod went (--created-group-ttl), unless a pod of it appears", c.cfg.CreatedGroupTTL), now)
+	what := "never admitted"
+	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
+		what = "preempted"
+	}
+	c.setWaiting(pg, v, scheduling.ReasonNoPods, fmt.Sprintf("was created from pod annotations and %s, and has no pod left; "+
+		"it is deleted %s after its last pod went (--created-group-ttl), unless a pod of it appears", what, c.cfg.CreatedGroupTTL), now)
 }

@@ -1,0 +1,299 @@
+package capacity
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// running is an admitted gang that holds capacity: one pod of cpu on each
+// of nodes.
+type running struct {
+	key      string
+	priority int32
+	since    int // seconds after t0
+	nodes    []string
+	cpu      string
+	// preempted marks a victim whose pods are still going.
+	preempted bool
+}
+
+var t0 = time.Unix(10_000, 0)
+
+// trackerRunning is a tracker with nodes, the running gangs, and bound
+// pods Muster does not manage.
+func trackerRunning(nodes []*corev1.Node, gangs []running, unmanaged ...*corev1.Pod) *Tracker {
+	t := trackerOf(nodes, unmanaged...)
+	for _, g := range gangs {
+		for i, n := range g.nodes {
+			p := pod(fmt.Sprintf("%s-%d", g.key, i), g.cpu, onNode(n), withPriority(g.priority))
+			t.SetManagedPod(g.key, p, false)
+		}
+		t.SetGroupState(g.key, &GroupState{UID: types.UID("uid-" + g.key), Admitted: !g.preempted, Preempted: g.preempted,
+			Since: t0.Add(time.Duration(g.since) * time.Second)})
+	}
+	return t
+}
+
+func withPriority(p int32) podOpt { return func(pod *corev1.Pod) { pod.Spec.Priority = &p } }
+
+func TestPreemption(t *testing.T) {
+	four := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
+	preemptor := func(key string, prio int32, n int, cpu string) Candidate {
+		return Candidate{Key: key, Priority: prio, Created: t0, Pods: pods(key, n, cpu), Need: n, Preempt: true}
+	}
+	type outcome struct {
+		Admit   bool
+		Reason  string
+		Victims []string
+		Pods    int
+	}
+	tests := []struct {
+		name       string
+		nodes      []*corev1.Node
+		gangs      []running
+		unmanaged  []*corev1.Pod
+		withPods   bool
+		minRuntime time.Duration
+		candidates []Candidate
+		want       map[string]outcome
+		wantMsg    map[string]string
+	}{
+		{
+			name:  "fewest victims: one gang of higher priority over two of the lowest",
+			nodes: four,
+			gangs: []running{
+				{key: "big", priority: 5, nodes: []string{"a", "b"}, cpu: "30"},
+				{key: "small-1", priority: 1, nodes: []string{"c"}, cpu: "30"},
+				{key: "small-2", priority: 1, nodes: []string{"d"}, cpu: "30"},
+			},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"big"}, Pods: 2}},
+		},
+		{
+			name:  "lowest priority first",
+			nodes: four,
+			gangs: []running{
+				{key: "p3", priority: 3, nodes: []string{"a", "b"}, cpu: "30"},
+				{key: "p1", priority: 1, nodes: []string{"c", "d"}, cpu: "30"},
+			},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"p1"}, Pods: 2}},
+		},
+		{
+			name:  "among equal priority, the most recently admitted",
+			nodes: four,
+			gangs: []running{
+				{key: "older", priority: 1, since: 0, nodes: []string{"a", "b"}, cpu: "30"},
+				{key: "newer", priority: 1, since: 60, nodes: []string{"c", "d"}, cpu: "30"},
+			},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"newer"}, Pods: 2}},
+		},
+		{
+			name:       "a victim needed only in part is taken whole",
+			nodes:      four,
+			gangs:      []running{{key: "wide", priority: 1, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
+			candidates: []Candidate{preemptor("high", 10, 1, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"wide"}, Pods: 1}},
+			wantMsg:    map[string]string{"high": "preempting 1 of lower priority to fit: PodGroup wide (priority 1, 4 pods)"},
+		},
+		{
+			name:  "two victims when no one suffices, and none more",
+			nodes: four,
+			gangs: []running{
+				{key: "v1", priority: 1, since: 10, nodes: []string{"a"}, cpu: "30"},
+				{key: "v2", priority: 1, since: 20, nodes: []string{"b"}, cpu: "30"},
+				{key: "v3", priority: 2, nodes: []string{"c"}, cpu: "30"},
+				{key: "v4", priority: 2, nodes: []string{"d"}, cpu: "30"},
+			},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			// In order of preference: the lowest priority, the most recent first.
+			want: map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"v2", "v1"}, Pods: 2}},
+		},
+		{
+			name:       "the room is held by equal priority: no preemption, and the message says why",
+			nodes:      four,
+			gangs:      []running{{key: "peer", priority: 10, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			wantMsg:    map[string]string{"high": "needs 2 pods placed at once; 0 fit now: 2 pods requesting cpu 30 each, 0 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit); preemption cannot help: the room is held by 1 gang(s) or pod(s) of equal or higher priority (10 or more)"},
+		},
+		{
+			name:  "lower priority that would not make room enough is not preempted",
+			nodes: four,
+			gangs: []running{
+				{key: "peer", priority: 10, nodes: []string{"a", "b", "c"}, cpu: "30"},
+				{key: "low", priority: 1, nodes: []string{"d"}, cpu: "30"},
+			},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			wantMsg:    map[string]string{"high": "needs 2 pods placed at once; 0 fit now"},
+		},
+		{
+			name:       "preemptionPolicy: Never never preempts",
+			nodes:      four,
+			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
+			candidates: []Candidate{func() Candidate { c := preemptor("polite", 10, 2, "30"); c.Preempt = false; return c }()},
+			want:       map[string]outcome{"polite": {Reason: scheduling.ReasonInsufficientCapacity}},
+		},
+		{
+			name:  "two preemptors in one cycle never choose the same victims",
+			nodes: four,
+			gangs: []running{
+				{key: "v1", priority: 1, since: 10, nodes: []string{"a", "b"}, cpu: "30"},
+				{key: "v2", priority: 1, since: 20, nodes: []string{"c", "d"}, cpu: "30"},
+			},
+			candidates: []Candidate{preemptor("h1", 10, 2, "30"), func() Candidate { c := preemptor("h2", 10, 2, "30"); c.Created = t0.Add(time.Second); return c }()},
+			want: map[string]outcome{
+				"h1": {Reason: scheduling.ReasonPreempting, Victims: []string{"v2"}, Pods: 2},
+				"h2": {Reason: scheduling.ReasonPreempting, Victims: []string{"v1"}, Pods: 2},
+			},
+		},
+		{
+			name:  "a third preemptor finds the victims taken",
+			nodes: []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")},
+			gangs: []running{{key: "v1", priority: 1, nodes: []string{"a"}, cpu: "30"}, {key: "v2", priority: 1, nodes: []string{"b"}, cpu: "30"}},
+			candidates: []Candidate{
+				preemptor("h1", 10, 1, "30"),
+				func() Candidate { c := preemptor("h2", 10, 1, "30"); c.Created = t0.Add(time.Second); return c }(),
+				func() Candidate { c := preemptor("h3", 10, 1, "30"); c.Created = t0.Add(2 * time.Second); return c }(),
+			},
+			want: map[string]outcome{
+				"h1": {Reason: scheduling.ReasonPreempting, Victims: []string{"v1"}, Pods: 1},
+				"h2": {Reason: scheduling.ReasonPreempting, Victims: []string{"v2"}, Pods: 1},
+				"h3": {Reason: scheduling.ReasonInsufficientCapacity},
+			},
+			wantMsg: map[string]string{"h3": "needs 1 pods placed at once; 0 fit now"},
+		},
+		{
+			name:  "a preemption in progress waits for its victims, holds the room, and starts no second one",
+			nodes: []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")},
+			// One of going's pods is gone already, and node b is free.
+			gangs: []running{{key: "going", priority: 1, nodes: []string{"a"}, cpu: "30", preempted: true}},
+			candidates: []Candidate{
+				func() Candidate { c := preemptor("high", 10, 2, "30"); c.Preempting = []string{"going"}; return c }(),
+				// A lower-priority gang that would fit on b, which the
+				// preemptor holds.
+				{Key: "low", Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
+			},
+			want: map[string]outcome{
+				"high": {Reason: scheduling.ReasonPreempting},
+				"low":  {Reason: scheduling.ReasonInsufficientCapacity},
+			},
+			wantMsg: map[string]string{"high": "waiting for 1 pods of the 1 preempted gang(s) or pod(s) to be deleted"},
+		},
+		{
+			name:       "--preemption-min-runtime spares a gang admitted recently",
+			nodes:      four,
+			gangs:      []running{{key: "fresh", priority: 1, since: 100, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
+			minRuntime: time.Minute,
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			wantMsg:    map[string]string{"high": "needs 2 pods placed at once; 0 fit now: 2 pods requesting cpu 30 each, 0 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit); preemption cannot help: nothing of lower priority holds capacity (1 admitted more recently than --preemption-min-runtime are spared)"},
+		},
+		{
+			name:       "pods Muster does not manage are not victims by default",
+			nodes:      []*corev1.Node{node("a", "32", "64Gi")},
+			unmanaged:  []*corev1.Pod{pod("web", "30", onNode("a"))},
+			candidates: []Candidate{preemptor("high", 10, 1, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+		},
+		{
+			name:       "with --preempt-unmanaged, a lower-priority pod Muster does not manage is a victim",
+			nodes:      []*corev1.Node{node("a", "32", "64Gi")},
+			unmanaged:  []*corev1.Pod{pod("web", "30", onNode("a"))},
+			withPods:   true,
+			candidates: []Candidate{preemptor("high", 10, 1, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"ns/web"}, Pods: 1}},
+		},
+		{
+			name:       "a gang that fits is admitted, and preempts nobody",
+			nodes:      four,
+			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "b"}, cpu: "30"}},
+			candidates: []Candidate{preemptor("high", 10, 2, "30")},
+			want:       map[string]outcome{"high": {Admit: true, Pods: 2}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := trackerRunning(tc.nodes, tc.gangs, tc.unmanaged...)
+			opts := Options{Strategy: BestEffortFIFO, Now: t0.Add(120 * time.Second), MinRuntime: tc.minRuntime,
+				Victims: func() Pool { return tr.Victims(tc.withPods) }}
+			got := map[string]outcome{}
+			for _, v := range Admit(tr.Snapshot(defaultFilters()), tc.candidates, opts) {
+				o := outcome{Admit: v.Admit, Reason: v.Reason, Pods: len(v.Assignments)}
+				for _, vic := range v.Victims {
+					o.Victims = append(o.Victims, vic.Key)
+				}
+				got[v.Key] = o
+				if want, ok := tc.wantMsg[v.Key]; ok && !strings.HasPrefix(v.Message, want) {
+					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPreemptionNeverOverCommits: what a preemptor is placed on is what its
+// victims free, and the rest of the cycle sees both.
+func TestPreemptionNeverOverCommits(t *testing.T) {
+	nodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")}
+	tr := trackerRunning(nodes, []running{{key: "low", priority: 1, nodes: []string{"a", "b"}, cpu: "20"}})
+	cands := []Candidate{
+		{Key: "high", Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true},
+		{Key: "mid", Priority: 5, Created: t0, Pods: pods("mid", 2, "10"), Need: 2, Preempt: true},
+	}
+	vs := Admit(tr.Snapshot(defaultFilters()), cands, Options{Strategy: BestEffortFIFO, Now: t0, Victims: func() Pool { return tr.Victims(false) }})
+	byKey := map[string]Verdict{}
+	for _, v := range vs {
+		byKey[v.Key] = v
+	}
+	if h := byKey["high"]; h.Reason != scheduling.ReasonPreempting || len(h.Victims) != 1 {
+		t.Fatalf("high: %+v, want it to preempt low", h)
+	}
+	// With low gone and high on both nodes, 2 cpu is left on each: mid
+	// neither fits nor finds another victim.
+	if m := byKey["mid"]; m.Admit || len(m.Victims) > 0 {
+		t.Errorf("mid: admitted %v with victims %d: it would over-commit the nodes high is placed on", m.Admit, len(m.Victims))
+	}
+}
+
+// TestVictimsPriority: a group's priority is its pods' lowest, lowered by
+// spec.priority, never raised.
+func TestVictimsPriority(t *testing.T) {
+	tests := []struct {
+		name string
+		pods []int32
+		spec *int32
+		want int32
+	}{
+		{"the lowest of its pods", []int32{5, 3, 7}, nil, 3},
+		{"spec.priority lowers it", []int32{5, 5}, ptr.To(int32(1)), 1},
+		{"spec.priority cannot raise it", []int32{5, 5}, ptr.To(int32(100)), 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := trackerOf([]*corev1.Node{node("a", "32", "64Gi")})
+			for i, p := range tc.pods {
+				tr.SetManagedPod("g", pod(fmt.Sprintf("g-%d", i), "1", onNode("a"), withPriority(p)), false)
+			}
+			tr.SetGroupState("g", &GroupState{UID: "u", Admitted: true, Since: t0, SpecPriority: tc.spec})
+			pool := tr.Victims(false)
+			if len(pool.Eligible) != 1 || pool.Eligible[0].Priority != tc.want {
+				t.Fatalf("victims %+v, want one of priority %d", pool.Eligible, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,185 @@
+package capacity
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// GroupState is what preemption needs to know of a group beside its pods:
+// whether it is admitted, and so may be a victim, or was preempted and
+// its pods are still going.
+type GroupState struct {
+	UID types.UID
+	// Admitted groups may be victims; Since is when they were admitted.
+	Admitted bool
+	Since    time.Time
+	// Preempted groups are victims whose pods are being evicted.
+	Preempted bool
+	// SpecPriority is spec.priority, which can only lower the group's
+	// priority below its pods'.
+	SpecPriority *int32
+}
+
+// Victim is an admitted group, or a pod Muster does not manage, that holds
+// capacity and that preemption may evict, always whole.
+type Victim struct {
+	// Key is namespace/name.
+	Key  string
+	Kind string
+	UID  types.UID
+	// Priority is the group's priority: its pods' lowest, or its
+	// spec.priority if lower.
+	Priority int32
+	// Since is when the group was admitted, or the pod created: of two
+	// victims of equal priority, the more recent goes first.
+	Since time.Time
+	// holdings are what it holds, node by node.
+	holdings []held
+}
+
+// Pods is how many pods (and reserved places) of the victim hold capacity.
+func (v *Victim) Pods() int { return len(v.holdings) }
+
+type held struct {
+	node string
+	pod  *corev1.Pod
+}
+
+// Pool is what preemption may choose from in one admission cycle.
+type Pool struct {
+	// Eligible are the admitted groups, and with unmanaged pods the pods
+	// Muster does not manage, that hold capacity.
+	Eligible []*Victim
+	// Marked are the groups already preempted whose pods still hold
+	// capacity, by key: they are not chosen again, and the preemptor that
+	// chose them places itself as if they were gone.
+	Marked map[string]*Victim
+}
+
+// SetGroupState records what preemption needs to know of a group; nil
+// forgets it.
+func (t *Tracker) SetGroupState(key string, st *GroupState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st == nil {
+		delete(t.groups, key)
+		return
+	}
+	t.groups[key] = *st
+}
+
+// Victims returns what holds capacity and may be preempted: admitted
+// groups (their pods' holdings and their reserved places), preempted
+// groups still holding capacity, and with unmanaged the pods Muster does
+// not manage. Its cost is that of the admitted groups' pods (and the
+// unmanaged pods, with unmanaged); the admission cycle calls it once, and
+// only when a gang that may preempt does not fit.
+func (t *Tracker) Victims(unmanaged bool) Pool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	pool := Pool{Marked: map[string]*Victim{}}
+	for key, st := range t.groups {
+		if !st.Admitted && !st.Preempted {
+			continue
+		}
+		v := &Victim{Key: key, Kind: scheduling.VictimKindPodGroup, UID: st.UID, Since: st.Since}
+		prio, seen := int32(0), false
+		for uid := range t.byGroup[key] {
+			mp := t.managed[uid]
+			if mp == nil {
+				continue
+			}
+			p := mp.info.GetPod()
+			if mp.active {
+				if pp := podPriority(p); !seen || pp < prio {
+					prio, seen = pp, true
+				}
+			}
+			if mp.holds != "" {
+				v.holdings = append(v.holdings, held{node: mp.holds, pod: p})
+			}
+		}
+		if st.SpecPriority != nil && (!seen || *st.SpecPriority < prio) {
+			prio = *st.SpecPriority
+		}
+		v.Priority = prio
+		v.holdings = append(v.holdings, t.slotHoldings("reserved/"+key, t.reserved[key])...)
+		v.holdings = append(v.holdings, t.slotHoldings("assumed/"+key, t.assumedSlots[key])...)
+		if len(v.holdings) == 0 {
+			continue
+		}
+		if st.Preempted {
+			pool.Marked[key] = v
+		} else {
+			pool.Eligible = append(pool.Eligible, v)
+		}
+	}
+	if unmanaged {
+		for uid, h := range t.unmanaged {
+			p := h.info.GetPod()
+			pool.Eligible = append(pool.Eligible, &Victim{
+				Key: p.Namespace + "/" + p.Name, Kind: scheduling.VictimKindPod, UID: uid,
+				Priority: podPriority(p), Since: p.CreationTimestamp.Time,
+				holdings: []held{{node: h.node, pod: p}},
+			})
+		}
+	}
+	return pool
+}
+
+// slotHoldings are the places of slots, one stand-in each.
+func (t *Tracker) slotHoldings(id string, slots []Slot) []held {
+	var out []held
+	for i, s := range slots {
+		p := slotPod(id, i, s)
+		for range s.Count {
+			out = append(out, held{node: s.Node, pod: p})
+		}
+	}
+	return out
+}
+
+// podPriority is a pod's spec.priority, 0 when unset, as the scheduler
+// reads it.
+func podPriority(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// evict takes the victims' holdings off the snapshot and returns what puts
+// them back. Nodes are copied before they change, as Commit does, so the
+// tracker's NodeInfos are never touched.
+func (s *Snapshot) evict(vs []*Victim) (undo func()) {
+	orig := map[int]*schedfw.NodeInfo{}
+	logger := klog.Background()
+	for _, v := range vs {
+		for _, h := range v.holdings {
+			i, ok := s.index[h.node]
+			if !ok {
+				continue
+			}
+			if _, saved := orig[i]; !saved {
+				orig[i] = s.infos[i]
+				s.infos[i] = s.infos[i].SnapshotConcrete()
+			}
+			// A holding the snapshot does not show (the tracker moved on
+			// since it was taken) has nothing to take off.
+			_ = s.infos[i].RemovePod(logger, h.pod)
+		}
+	}
+	s.changed()
+	return func() {
+		for i, ni := range orig {
+			s.infos[i] = ni
+		}
+		s.changed()
+	}
+}

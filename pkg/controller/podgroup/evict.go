@@ -1,0 +1,122 @@
+package podgroup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// evictPreempted is step 9c, in a preempted group's own sync: while the
+// group is Preempted and not admitted again, each of its pods that was
+// released and still runs (or waits to be bound) is evicted, in parallel
+// (at most --pod-patch-concurrency at once). Pods its framework creates
+// afterwards are gated, and wait whole, as for any gang.
+func (c *Controller) evictPreempted(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) error {
+	cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionPreempted)
+	if cond == nil || cond.Status != metav1.ConditionTrue || isAdmitted(pg) {
+		return nil
+	}
+	targets := releasedPods(v)
+	var mu sync.Mutex
+	var errs []error
+	workqueue.ParallelizeUntil(ctx, c.cfg.PatchConcurrency, len(targets), func(i int) {
+		if err := c.evictPod(ctx, targets[i], cond.Message); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// releasedPods are the pods of a group that were released and neither
+// ended nor are being deleted.
+func releasedPods(v *podView) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range v.all {
+		if !scheduling.HasGate(p) && !scheduling.IsTerminal(p) && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// stillReleased is how many released pods a preempted group that is not
+// admitted again still has, which step 9c evicts.
+func stillReleased(pg *v1alpha1.PodGroup, v *podView) int {
+	if isAdmitted(pg) || !meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
+		return 0
+	}
+	return len(releasedPods(v))
+}
+
+// evictPod evicts one pod as kube-scheduler's preemption does: first the
+// condition DisruptionTarget (reason PreemptionByMuster), by which a
+// framework tells preemption from a crash (a Job's podFailurePolicy can
+// ignore it), then a delete with the pod's grace period. Both name the
+// pod's UID, so a new pod of the same name is never touched. The
+// ValidatingAdmissionPolicy muster-pod-writes lets Muster delete only a pod
+// that carries that condition.
+func (c *Controller) evictPod(ctx context.Context, p *corev1.Pod, why string) error {
+	pods := c.kube.CoreV1().Pods(p.Namespace)
+	if !preemptedByMuster(p) {
+		patch, err := disruptionPatch(p.UID, why, metav1.NewTime(c.clock.Now()))
+		if err != nil {
+			return err
+		}
+		_, err = pods.Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: scheduling.ControllerName}, "status")
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // gone, or replaced by a new pod of its name.
+		}
+		if err != nil {
+			return fmt.Errorf("marking pod %s/%s as preempted%s: %w", p.Namespace, p.Name, causes(err), err)
+		}
+	}
+	err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting preempted pod %s/%s%s: %w", p.Namespace, p.Name, causes(err), err)
+	}
+	metrics.podsPreempted.Inc()
+	c.recorder.Event(p, corev1.EventTypeWarning, scheduling.EventPreempted, why)
+	return nil
+}
+
+// disruptionPatch is the strategic merge patch of pods/status that adds
+// DisruptionTarget with reason PreemptionByMuster. Conditions merge by
+// type, so the pod's others stay; metadata.uid makes the API refuse it for
+// another pod of the same name.
+func disruptionPatch(uid types.UID, why string, now metav1.Time) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": uid},
+		"status": map[string]any{"conditions": []corev1.PodCondition{{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: scheduling.ReasonPreemptionByMuster,
+			Message: why, LastTransitionTime: now,
+		}}},
+	})
+}
+
+// preemptedByMuster reports whether the pod carries DisruptionTarget with
+// reason PreemptionByMuster.
+func preemptedByMuster(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return c.Status == corev1.ConditionTrue && c.Reason == scheduling.ReasonPreemptionByMuster
+		}
+	}
+	return false
+}

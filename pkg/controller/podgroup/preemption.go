@@ -1,0 +1,169 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// Gang preemption (docs/controller.md, "Gang preemption"). An admission
+// cycle that finds a gang which does not fit, and victims whose removal
+// lets it, decides a preemption (capacity/preempt.go). It is carried out
+// in three writes, each before the next acts:
+//
+//  1. recordPreemption (step 6): the preemptor's status names its victims
+//     (status.preemption) with Admitted=False, reason Preempting.
+//  2. markVictims (step 9b, once 1 is written): each victim group gets
+//     Preempted=True and Admitted=False, reason PreemptionByMuster, and
+//     gives back its placements and reservations; a victim pod Muster does
+//     not manage is evicted at once.
+//  3. evictPreempted (step 9c, in each victim's own sync, evict.go): its
+//     released pods get DisruptionTarget, reason PreemptionByMuster, and
+//     are deleted.
+//
+// A new leader finds 1 in the preemptor's status and 2 in the victims',
+// and carries out the rest; the preemptor offers itself with its recorded
+// victims, so no second preemption starts while they still hold capacity.
+
+// recordPreemption is step 6 for a gang the last cycle decided to preempt
+// for: status.preemption and Admitted=False/Preempting, with an event once
+// written.
+func (a *capacityAdmission) recordPreemption(pg *v1alpha1.PodGroup, v *podView, d capacity.Verdict, prio int32, now time.Time) {
+	p := &v1alpha1.PodGroupPreemption{Time: metav1.NewTime(now), Priority: prio}
+	for _, vic := range d.Victims {
+		ns, name, _ := strings.Cut(vic.Key, "/")
+		p.Victims = append(p.Victims, v1alpha1.PreemptionVictim{
+			Kind: vic.Kind, Namespace: ns, Name: name, UID: vic.UID, Priority: vic.Priority, Pods: int32(vic.Pods()),
+		})
+	}
+	pg.Status.Preemption = p
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreempting, truncate(d.Message), now)
+	v.decisionApplied = true
+	msg := truncate(fmt.Sprintf("priority %d: %s", prio, d.Message))
+	v.onceWritten(func() {
+		a.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventPreempting, msg)
+		metrics.preemptions.Inc()
+		metrics.preemptionVictims.Add(float64(len(d.Victims)))
+	})
+}
+
+// preemptingKeys are the victims of the group's recorded preemption, for
+// the admission queue: while any of them holds capacity, the group waits
+// for it and starts no second preemption.
+func preemptingKeys(pg *v1alpha1.PodGroup) []string {
+	p := pg.Status.Preemption
+	if p == nil || isAdmitted(pg) {
+		return nil
+	}
+	out := make([]string, 0, len(p.Victims))
+	for _, v := range p.Victims {
+		out = append(out, v.Namespace+"/"+v.Name)
+	}
+	return out
+}
+
+// markVictims is step 9b for a group whose status records a preemption and
+// that is not admitted yet: each victim is marked (a group) or evicted (a
+// pod Muster does not manage). Each is idempotent: a victim already marked,
+// gone, replaced by a new object of its name, or admitted again after the
+// preemption was decided, is left alone.
+func (c *Controller) markVictims(ctx context.Context, pg *v1alpha1.PodGroup) error {
+	p := pg.Status.Preemption
+	if p == nil || isAdmitted(pg) {
+		return nil
+	}
+	by := fmt.Sprintf("preempted by PodGroup %s/%s (priority %d, above its %%d) to fit", pg.Namespace, pg.Name, p.Priority)
+	var errs []error
+	for _, v := range p.Victims {
+		why := fmt.Sprintf(by, v.Priority)
+		var err error
+		switch v.Kind {
+		case scheduling.VictimKindPodGroup:
+			err = c.markVictim(ctx, v, p.Time, why)
+		case scheduling.VictimKindPod:
+			err = c.evictUnmanaged(ctx, v, why)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("preempting %s %s/%s: %w", v.Kind, v.Namespace, v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// markVictim writes Preempted=True and Admitted=False, reason
+// PreemptionByMuster, to a victim group, and drops its placements and
+// reservations: its capacity goes to the preemptor, and it waits whole
+// again. Its own sync then evicts its released pods (evict.go).
+func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim, decided metav1.Time, why string) error {
+	client := c.muster.SchedulingV1alpha1().PodGroups(v.Namespace)
+	marked := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg, err := client.Get(ctx, v.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if pg.UID != v.UID || !isAdmitted(pg) || isFinished(pg) {
+			return nil // gone, replaced, already marked, or done.
+		}
+		if at := pg.Status.AdmissionTime; at != nil && at.After(decided.Time) {
+			return nil // admitted again since: not the gang that was chosen.
+		}
+		now := c.clock.Now()
+		setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, scheduling.ReasonPreemptionByMuster, why, now)
+		setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreemptionByMuster,
+			why+"; its released pods are evicted, and it waits whole again", now)
+		pg.Status.Placements, pg.Status.Reservations = nil, nil
+		if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
+			setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonPreemptionByMuster, why, now)
+		}
+		updated, err := client.UpdateStatus(ctx, pg, statusUpdateOptions)
+		if err != nil {
+			return err
+		}
+		c.written.wrote(groupKey(v.Namespace, v.Name), pg, updated)
+		marked = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if marked {
+		klog.FromContext(ctx).Info("Preempted a gang", "victim", klog.KRef(v.Namespace, v.Name), "why", why)
+		ref := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: v.Name, UID: v.UID}}
+		c.recorder.Event(ref, corev1.EventTypeWarning, scheduling.EventPreempted, why)
+		c.queue.Add(groupKey(v.Namespace, v.Name))
+	}
+	return nil
+}
+
+// evictUnmanaged evicts a victim pod that Muster does not manage
+// (--preempt-unmanaged), read fresh: it is in no cache of Muster's.
+func (c *Controller) evictUnmanaged(ctx context.Context, v v1alpha1.PreemptionVictim, why string) error {
+	p, err := c.kube.CoreV1().Pods(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p.UID != v.UID || p.DeletionTimestamp != nil || scheduling.IsTerminal(p) {
+		return nil
+	}
+	return c.evictPod(ctx, p, why)
+}
