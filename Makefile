@@ -50,6 +50,7 @@ E2E_OLDEST_TESTS := \
 	TestPolicyFinalizerRemovableWithoutMuster \
 	TestPolicyMusterWritesConfined \
 	TestPolicyMusterConfinedToManagedPods \
+	TestPolicyMusterPreemptionWrites \
 	TestPolicyConfinementFollowsTheRole \
 	TestPolicyMusterQuotaWritesConfined \
 	TestPolicyFinalizerNotPutBack \

@@ -12,9 +12,9 @@ import (
 )
 
 // WritesPolicyName names the ValidatingAdmissionPolicy, and its binding, that
-// confine Muster's own pod writes. RBAC can only grant "patch pods"; this
-// policy narrows that grant to what the controller does, and to the pods it
-// manages.
+// confine Muster's own pod writes. RBAC can only grant "patch pods", "patch
+// pods/status" and "delete pods"; this policy narrows those grants to what
+// the controller does, and but for preemption to the pods it manages.
 const WritesPolicyName = "muster-pod-writes"
 
 // The policies find Muster by a permission, not by its user name: a
@@ -87,12 +87,13 @@ func celHasFinalizer(root string) string {
 //   - remove the admission gate, only from a pod with the group label;
 //   - pin such a pod, while it carries the gate, to a node: add a
 //     metadata.name In [node] requirement to the terms of its required node
-//     affinity (scheduling.PinRequirement).
+//     affinity (scheduling.PinRequirement);
+//   - preempt a pod, labelled or not: mark it through pods/status, then
+//     delete it (policy_preemption.go).
 //
-// Anything else it changes is denied, and so is every write of pods/status,
-// which the controller never makes. The rules compare only the fields an
+// Anything else it changes is denied. The rules compare only the fields an
 // update of a pod may change at all (kube-apiserver's own validation refuses
-// the rest).
+// the rest, and pods/status cannot change the spec).
 func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	pin := scheduling.PinRequirement("")
 	isPin := fmt.Sprintf("r.key == %s && r.operator == %s && has(r.values) && r.values.size() == 1",
@@ -118,21 +119,21 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "managed", Expression: fmt.Sprintf("has(oldObject.metadata.labels) && %s in oldObject.metadata.labels", celString(scheduling.PodGroupLabel))},
 		{Name: "gated", Expression: fmt.Sprintf("%s.exists(n, n == %s)", gates("oldObject"), celString(scheduling.AdmissionGate))},
 		{Name: "gatesChanged", Expression: gates("object") + " != " + gates("oldObject")},
+		// On a DELETE there is no object: the rules of an update are
+		// skipped, and only preemption's rule for deletes applies.
+		{Name: "deleting", Expression: fmt.Sprintf("request.operation == %s", celString(string(admissionregistrationv1.Delete)))},
+		{Name: "statusWrite", Expression: "has(request.subResource) && request.subResource == 'status'"},
 	}
+	vars = append(vars, preemptionVariables()...)
 	exprs := func(v string) string {
 		return fmt.Sprintf("variables.%s.map(t, %s)", v, celList("t", "matchExpressions"))
 	}
 	unpinned := func(v string) string {
 		return fmt.Sprintf("variables.%s.map(t, %s.filter(r, !(%s)))", v, celList("t", "matchFields"), isPin)
 	}
+	// deny confines an update; a delete skips it.
 	deny := func(expr, fieldPath, msg string) admissionregistrationv1.Validation {
-		return admissionregistrationv1.Validation{
-			Expression: expr,
-			Message: fmt.Sprintf("%s: Forbidden: %s may only remove its finalizer %s, add it to a pod with the label %s that has not ended, "+
-				"and remove its scheduling gate %s from such a pod and pin it to a node; %s",
-				fieldPath, musterWho, scheduling.TrackingFinalizer, scheduling.PodGroupLabel, scheduling.AdmissionGate, msg),
-			Reason: ptr.To(metav1.StatusReasonForbidden),
-		}
+		return confinedWrite("variables.deleting || ("+expr+")", fieldPath, msg)
 	}
 	unchanged := func(path string) admissionregistrationv1.Validation {
 		return deny(celUnchanged(path), path, "it may not change this field")
@@ -144,8 +145,6 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	affinity := "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
 	validations := []admissionregistrationv1.Validation{
-		// RBAC grants no pods/status either; this holds if a role ever does.
-		deny("!has(request.subResource) || request.subResource == ''", "status", "it never writes pods/status"),
 		unchanged("metadata.labels"),
 		unchanged("metadata.annotations"),
 		unchanged("metadata.ownerReferences"),
@@ -171,9 +170,34 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		deny(fmt.Sprintf("(%s) || (variables.managed && variables.gated)", termsRule), affinity,
 			fmt.Sprintf("it may pin only a pod with the label %s that carries its gate %s", scheduling.PodGroupLabel, scheduling.AdmissionGate)),
 	}
+	validations = append(validations, preemptionValidations()...)
 	p := podUpdatePolicy(WritesPolicyName, vars, validations)
+	// Deletes too, which preemption makes; an update of pods/status is
+	// matched already.
+	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules, policyPodRules(admissionregistrationv1.Delete, "pods")...)
 	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "muster-controller", Expression: celIsMuster()}}
 	return p
+}
+
+// confinedWrite is the validation that denies Muster's write unless expr
+// holds, naming fieldPath and, after what Muster may do at all, the rule
+// broken.
+func confinedWrite(expr, fieldPath, rule string) admissionregistrationv1.Validation {
+	return admissionregistrationv1.Validation{
+		Expression: expr,
+		Message:    fieldPath + ": " + confinedRule(rule),
+		Reason:     ptr.To(metav1.StatusReasonForbidden),
+	}
+}
+
+// confinedRule is a denial of Muster's write, without the field: what
+// Muster may do at all, then rule.
+func confinedRule(rule string) string {
+	return fmt.Sprintf("Forbidden: %s may only remove its finalizer %s, add it to a pod with the label %s that has not ended, "+
+		"remove its scheduling gate %s from such a pod and pin it to a node, and preempt a pod: add the condition %s "+
+		"(status True, reason %s) through pods/status, then delete the pod; %s",
+		musterWho, scheduling.TrackingFinalizer, scheduling.PodGroupLabel, scheduling.AdmissionGate,
+		corev1.DisruptionTarget, scheduling.ReasonPreemptionByMuster, rule)
 }
 
 // WritesPolicyBinding binds WritesPolicy in every namespace, not only those
