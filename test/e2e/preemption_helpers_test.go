@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -46,12 +48,17 @@ func withPriorityClass(class string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Spec.PriorityClassName = class }
 }
 
-// preemptibleJob is a gang Job (newGangJob) whose pods run only on the
-// test's pool nodes, with the PriorityClass class. A pod of it that
-// preemption evicts is replaced at once and does not count against the
-// backoffLimit: its podFailurePolicy ignores failures of pods that carry
-// DisruptionTarget, the condition Muster writes before it deletes them.
+// preemptibleJob is an Indexed gang Job (newGangJob) whose pods run only
+// on the test's pool nodes, with the PriorityClass class. A pod of it that
+// preemption evicts does not count as a failure: its podFailurePolicy
+// ignores failures of pods that carry DisruptionTarget, the condition
+// Muster writes before it deletes them. The Job controller still delays
+// the replacement by its pod failure backoff, ignored failures included:
+// with backoffLimitPerIndex that is 10s for an index that failed once,
+// where the Job-wide backoff would double for each pod evicted at once
+// (80s for 4).
 func preemptibleJob(ns, name, class string, o jobOpts) *batchv1.Job {
+	o.indexed = true
 	o.podFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 		Action: batchv1.PodFailurePolicyActionIgnore,
 		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
@@ -59,6 +66,7 @@ func preemptibleJob(ns, name, class string, o jobOpts) *batchv1.Job {
 		}},
 	}}}
 	job := newGangJob(ns, name, o)
+	job.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
 	spec := &job.Spec.Template.Spec
 	spec.PriorityClassName = class
 	spec.NodeSelector = map[string]string{poolKey: ns}
@@ -357,8 +365,40 @@ func (w *preemptionWatch) poll(t *testing.T, ctx context.Context, what string, c
 		return cond(), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
+		t.Fatalf("waiting for %s: %v; %s", what, err, w.describe())
 	}
+}
+
+// describe is a one-line account of the namespace's groups and pods, for
+// failures.
+func (w *preemptionWatch) describe() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []string
+	if groups, err := muster.SchedulingV1alpha1().PodGroups(w.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, pg := range groups.Items {
+			out = append(out, groupState(w.ns, pg.Name))
+		}
+	}
+	if pods, err := kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		var states []string
+		for _, p := range pods.Items {
+			st := p.Name + ":" + string(p.Status.Phase) + "@" + p.Spec.NodeName
+			if scheduling.HasGate(&p) {
+				st = p.Name + ":gated"
+			}
+			if c := disruptionTarget(&p); c != nil {
+				st += ",DisruptionTarget/" + c.Reason
+			}
+			if p.DeletionTimestamp != nil {
+				st += ",deleting"
+			}
+			states = append(states, st)
+		}
+		sort.Strings(states)
+		out = append(out, "pods "+strings.Join(states, " "))
+	}
+	return strings.Join(out, "; ")
 }
 
 // waitPreemption waits until the group's status.preemption is set, and

@@ -32,9 +32,9 @@ func TestPreemptionJobGangs(t *testing.T) {
 	high := priorityClass(t, ctx, ns+"-high", 1000)
 	w := watchPreemption(t, ctx, ns)
 
-	createJob(t, ctx, preemptibleJob(ns, "low", low, jobOpts{pods: 4, cpu: "15", runFor: "40s"}))
+	createJob(t, ctx, preemptibleJob(ns, "low", low, jobOpts{pods: 4, cpu: "15", runFor: "20s"}))
 	evicted := w.expectRunning(t, ctx, "low", 4, nil)
-	createJob(t, ctx, preemptibleJob(ns, "high", high, jobOpts{pods: 4, cpu: "15", runFor: "10s"}))
+	createJob(t, ctx, preemptibleJob(ns, "high", high, jobOpts{pods: 4, cpu: "15", runFor: "30s"}))
 
 	decided := w.waitPreemption(t, ctx, "high")
 	if c := decided.admitted; c == nil || c.Status != metav1.ConditionFalse || c.Reason != scheduling.ReasonPreempting {
@@ -50,7 +50,8 @@ func TestPreemptionJobGangs(t *testing.T) {
 	expectEvent(t, ctx, ns, "high", scheduling.EventPreempting)
 	expectEvent(t, ctx, ns, "low", scheduling.EventPreempted)
 
-	// The low Job's replacements wait, all gated, while the high gang runs.
+	// The low Job's replacements (after the Job's 10s backoff) wait, all
+	// gated, while the high gang runs.
 	old := uids(evicted)
 	sawWaiting := false
 	w.poll(t, ctx, "the high gang to end", func() bool {
