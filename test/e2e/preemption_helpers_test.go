@@ -83,7 +83,11 @@ type podRecord struct {
 	// deleting is whether a deletionTimestamp was seen, and markedFirst
 	// whether the pod already carried DisruptionTarget then.
 	deleting, markedFirst bool
-	gone                  bool
+	// failed is whether the pod was seen Failed, and failedDisruption the
+	// reason of its DisruptionTarget=True then, "" if none.
+	failed           bool
+	failedDisruption string
+	gone             bool
 }
 
 // groupVersion is one version of a PodGroup's status that a
@@ -182,6 +186,12 @@ func (w *preemptionWatch) observePod(obj any, deleted bool) {
 	}
 	if c := disruptionTarget(p); c != nil && r.disruption == "" {
 		r.disruption = c.Reason
+	}
+	if p.Status.Phase == corev1.PodFailed && !r.failed {
+		r.failed = true
+		if c := disruptionTarget(p); c != nil {
+			r.failedDisruption = c.Reason
+		}
 	}
 	if p.DeletionTimestamp != nil && !r.deleting {
 		r.deleting, r.markedFirst = true, r.disruption != ""
@@ -499,6 +509,14 @@ func (w *preemptionWatch) expectEvicted(t *testing.T, ctx context.Context, group
 		}
 		if !r.markedFirst {
 			t.Errorf("evicted pod %s was deleted before it carried DisruptionTarget", p.Name)
+		}
+		// Muster's count of preempted pods reads the condition on the pod
+		// that ended. kube-scheduler before 1.35 (kubernetes#134927) preempts
+		// pods already being deleted too, for a preemptor's released pods
+		// that wait for the room, and rewrites the reason to
+		// PreemptionByScheduler.
+		if r.failed && r.failedDisruption != scheduling.ReasonPreemptionByMuster {
+			t.Errorf("evicted pod %s ended Failed with DisruptionTarget reason %q, want %s kept", p.Name, r.failedDisruption, scheduling.ReasonPreemptionByMuster)
 		}
 	}
 	pg := waitCounted(t, ctx, w.ns, group)
