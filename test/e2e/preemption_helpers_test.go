@@ -85,9 +85,9 @@ type podRecord struct {
 	deleting, markedFirst bool
 	// failed is whether the pod was seen Failed, and failedDisruption the
 	// reason of its DisruptionTarget=True then, "" if none.
-	failed           bool
-	failedDisruption string
-	gone             bool
+	failed                          bool
+	failedDisruption, failedMessage string
+	gone                            bool
 }
 
 // groupVersion is one version of a PodGroup's status that a
@@ -190,7 +190,7 @@ func (w *preemptionWatch) observePod(obj any, deleted bool) {
 	if p.Status.Phase == corev1.PodFailed && !r.failed {
 		r.failed = true
 		if c := disruptionTarget(p); c != nil {
-			r.failedDisruption = c.Reason
+			r.failedDisruption, r.failedMessage = c.Reason, c.Message
 		}
 	}
 	if p.DeletionTimestamp != nil && !r.deleting {
@@ -516,7 +516,7 @@ func (w *preemptionWatch) expectEvicted(t *testing.T, ctx context.Context, group
 		// that wait for the room, and rewrites the reason to
 		// PreemptionByScheduler.
 		if r.failed && r.failedDisruption != scheduling.ReasonPreemptionByMuster {
-			t.Errorf("evicted pod %s ended Failed with DisruptionTarget reason %q, want %s kept", p.Name, r.failedDisruption, scheduling.ReasonPreemptionByMuster)
+			t.Errorf("evicted pod %s ended Failed with DisruptionTarget reason %q (%q), want %s kept", p.Name, r.failedDisruption, r.failedMessage, scheduling.ReasonPreemptionByMuster)
 		}
 	}
 	pg := waitCounted(t, ctx, w.ns, group)
