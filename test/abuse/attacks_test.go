@@ -55,6 +55,7 @@ func attacks() []attack {
 		{item: "7", name: "the tracking finalizer put back 3 times on a finished gang's pods", launch: finalizerPutBack, verify: countsStay("finished", 2, 0)},
 		{item: "8", name: "800 slow anonymous TLS clients dribbling a review body into the webhook", launch: slowWebhookClients},
 		{item: "9", name: "Muster's etcd restarted while labelled pods are created", launch: etcdRestart},
+		{item: "more", name: "a gang of system-cluster-critical priority, to preempt the other tenant's gangs", launch: criticalGang},
 		{item: "more", name: "150 pods naming 150 groups, past the namespace's group quota", launch: groupFlood, last: true},
 		{item: "more", name: "malformed annotations", launch: malformedAnnotations},
 	}
@@ -543,4 +544,27 @@ func countsStay(group string, succeeded, failed int32) func(ctx context.Context,
 		}
 		return nil
 	}
+}
+
+// criticalGang tries a gang of 3 pods of system-cluster-critical priority,
+// which would preempt the well-behaved tenant's gangs (priority 0). The
+// cluster's admin polices PriorityClasses per namespace with a quota scope
+// (mallory's criticalQuota); every pod must be refused by it.
+func criticalGang(ctx context.Context, m tenant) (string, func() string, error) {
+	var pods []*corev1.Pod
+	for i := range 3 {
+		p := malloryPod(m.ns, fmt.Sprintf("critical-%d", i), "critical", map[string]string{scheduling.MinCountAnnotation: "3"})
+		p.Spec.PriorityClassName = "system-cluster-critical"
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("4")
+		pods = append(pods, p)
+	}
+	accepted, refused, first := createAll(ctx, m, pods)
+	said := tally(accepted, refused, first)
+	switch {
+	case accepted > 0:
+		return said, nil, fmt.Errorf("%d of 3 critical-priority pods accepted: the gang could preempt other tenants", accepted)
+	case first == nil || !strings.Contains(first.Error(), criticalQuota):
+		return said, nil, fmt.Errorf("refused, but not by quota %s: %v", criticalQuota, first)
+	}
+	return said, nil, nil
 }

@@ -22,6 +22,10 @@ const malloryUser = "mallory"
 // Mallory's ResourceQuota: what a cluster that shares nodes between
 // tenants gives each one. Muster must hold a tenant to it even for pods
 // that do not exist yet (reserved places), and groups count against it.
+// criticalQuota names mallory's quota that allows no pod of a critical
+// PriorityClass.
+const criticalQuota = "no-critical-priority"
+
 var malloryQuota = corev1.ResourceList{
 	corev1.ResourceRequestsCPU:              resource.MustParse("16"),
 	corev1.ResourcePods:                     resource.MustParse("400"),
@@ -76,6 +80,24 @@ func mallory(t *testing.T, ctx context.Context) tenant {
 		t.Fatal(err)
 	}
 	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A gang's priority is its pods' (docs/controller.md, "Gang
+	// preemption"), and a gang preempts gangs of lower priority in any
+	// namespace: so a cluster that shares its nodes polices which
+	// PriorityClasses a tenant may use, with a ResourceQuota scope, as it
+	// must for kube-scheduler's own preemption.
+	critical := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: criticalQuota, Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")},
+			ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+				ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn,
+				Values: []string{"system-cluster-critical", "system-node-critical"},
+			}}},
+		},
+	}
+	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, critical, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(env.Config)

@@ -108,6 +108,12 @@ func (c *Controller) markVictims(ctx context.Context, pg *v1alpha1.PodGroup) err
 // reservations: its capacity goes to the preemptor, and it waits whole
 // again. Its own sync then evicts its released pods (evict.go).
 func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim, decided metav1.Time, why string) error {
+	// The cache answers for a victim already marked, gone or replaced, so
+	// that a preemptor's syncs while its victims go cost no API call.
+	if cached, err := c.pgLister.PodGroups(v.Namespace).Get(v.Name); apierrors.IsNotFound(err) ||
+		(err == nil && (cached.UID != v.UID || !isAdmitted(c.written.fresh(groupKey(v.Namespace, v.Name), cached)))) {
+		return nil
+	}
 	client := c.muster.SchedulingV1alpha1().PodGroups(v.Namespace)
 	marked := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
@@ -27,6 +28,8 @@ func bigPod() *corev1.Pod {
 	p := newPod("exec-1", running, onNode("n1"),
 		annotated(scheduling.MinCountAnnotation, "4", scheduling.RolesAnnotation, "2"),
 		func(p *corev1.Pod) {
+			p.Spec.Priority = ptr.To(int32(1000))
+			p.Spec.PreemptionPolicy = ptr.To(corev1.PreemptNever)
 			p.Labels[scheduling.RoleLabel] = "executor"
 			p.Labels["spark-app-selector"] = "spark-0123456789"
 			p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = strings.Repeat("x", 8192)
@@ -118,6 +121,9 @@ func TestTransformPodKeepsWhatMusterReads(t *testing.T) {
 				p.Spec.Volumes[len(p.Spec.Volumes)-1:], p.Spec.ResourceClaims, p.Status.ResourceClaimStatuses}
 		}},
 		{"phase and conditions", func(p *corev1.Pod) any { return []any{p.Status.Phase, p.Status.Conditions} }},
+		{"priority and preemption policy: a gang's priority, and whether it preempts", func(p *corev1.Pod) any {
+			return []any{*p.Spec.Priority, *p.Spec.PreemptionPolicy}
+		}},
 		{"effective requests", func(p *corev1.Pod) any { return capacity.PodRequests(p) }},
 		{"required node affinity", func(p *corev1.Pod) any {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a", "pool": "spark"}}}

@@ -1,0 +1,203 @@
+package podgroup
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+func TestGangPriority(t *testing.T) {
+	prio := func(v int32) podMod { return func(p *corev1.Pod) { p.Spec.Priority = ptr.To(v) } }
+	tests := []struct {
+		name string
+		spec *int32
+		pods []*corev1.Pod
+		want int32
+	}{
+		{"no class is priority 0", nil, []*corev1.Pod{newPod("a")}, 0},
+		{"the lowest of its pods", nil, []*corev1.Pod{newPod("a", prio(100)), newPod("b", prio(50))}, 50},
+		{"spec.priority lowers it", ptr.To(int32(10)), []*corev1.Pod{newPod("a", prio(100))}, 10},
+		{"spec.priority never raises it", ptr.To(int32(1000)), []*corev1.Pod{newPod("a", prio(100))}, 100},
+		{"pods that ended or go do not count", nil, []*corev1.Pod{newPod("a", prio(100)), newPod("b", prio(1), failed), newPod("c", prio(2), deletedAt(t0))}, 100},
+		{"spec.priority alone, with no pod", ptr.To(int32(7)), nil, 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := newGroup(1)
+			pg.Spec.Priority = tc.spec
+			if got := gangPriority(pg, tc.pods); got != tc.want {
+				t.Errorf("gangPriority = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMayPreempt(t *testing.T) {
+	never := func(p *corev1.Pod) { p.Spec.PreemptionPolicy = ptr.To(corev1.PreemptNever) }
+	lower := func(p *corev1.Pod) { p.Spec.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority) }
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		want bool
+	}{
+		{"unset preempts", []*corev1.Pod{newPod("a")}, true},
+		{"PreemptLowerPriority preempts", []*corev1.Pod{newPod("a", lower)}, true},
+		{"one pod that says Never keeps the gang from preempting", []*corev1.Pod{newPod("a", lower), newPod("b", never)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mayPreempt(tc.pods); got != tc.want {
+				t.Errorf("mayPreempt = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// preemptedAt marks the group preempted, as markVictim leaves it.
+func preemptedAt(at time.Time) groupMod {
+	return func(pg *v1alpha1.PodGroup) {
+		condition(v1alpha1.ConditionPreempted, metav1.ConditionTrue, scheduling.ReasonPreemptionByMuster, at)(pg)
+		condition(v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreemptionByMuster, at)(pg)
+	}
+}
+
+func disrupted(p *corev1.Pod) {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: scheduling.ReasonPreemptionByMuster,
+	})
+}
+
+// TestSyncEvictsPreemptedPods: a preempted group's released pods get
+// DisruptionTarget, then are deleted, each in that order; its gated pods
+// stay, and wait whole.
+func TestSyncEvictsPreemptedPods(t *testing.T) {
+	pg := newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour)), preemptedAt(t0))
+	h := newHarness(t, nil, objects(pg,
+		newPod("r0", ungated, onNode("n"), running), newPod("r1", ungated, onNode("n"), running),
+		newPod("marked", ungated, onNode("n"), running, disrupted), newPod("new", createdAt(t0)))...)
+	h.sync()
+	calls := h.mutations()
+	for _, name := range []string{"r0", "r1"} {
+		status, del := slices.Index(calls, "patch pods/status "+name), slices.Index(calls, "delete pods "+name)
+		if status < 0 || del < 0 || status > del {
+			t.Errorf("calls %q: want pods/status patched, then the pod deleted, for %s", calls, name)
+		}
+	}
+	if slices.Contains(calls, "patch pods/status marked") || !slices.Contains(calls, "delete pods marked") {
+		t.Errorf("calls %q: a pod marked already is deleted without a second mark", calls)
+	}
+	for _, c := range calls {
+		if strings.HasSuffix(c, " new") && strings.HasPrefix(c, "delete") {
+			t.Errorf("the gated pod was deleted: %q", calls)
+		}
+	}
+	for _, a := range h.kube.Actions() {
+		p, ok := a.(k8stesting.PatchAction)
+		if !ok || p.GetSubresource() != "status" {
+			continue
+		}
+		if body := string(p.GetPatch()); !strings.Contains(body, `"type":"DisruptionTarget"`) || !strings.Contains(body, `"reason":"PreemptionByMuster"`) ||
+			!strings.Contains(body, `"uid":"uid-`+p.GetName()+`"`) {
+			t.Errorf("status patch of %s = %s, want DisruptionTarget/PreemptionByMuster and the pod's UID", p.GetName(), body)
+		}
+	}
+	if c := meta.FindStatusCondition(h.group().Status.Conditions, v1alpha1.ConditionAdmitted); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Admitted = %+v: a preempted group is not admitted while its released pods are evicted", c)
+	}
+}
+
+// TestSyncCountsPreemptedPods: a pod Muster preempted counts in failed and
+// in preempted, once, through the uncounted list.
+func TestSyncCountsPreemptedPods(t *testing.T) {
+	pg := admitted(2)
+	h := newHarness(t, func(c *Config) { c.StatusBatchPeriod = 0 }, objects(pg,
+		newPod("evicted", ungated, onNode("n"), failed, disrupted), newPod("crashed", ungated, onNode("n"), failed))...)
+	h.sync()
+	writes := h.statusWrites()
+	if len(writes) < 2 {
+		t.Fatalf("%d status writes, want the record and the count", len(writes))
+	}
+	u := writes[0].Status.UncountedTerminatedPods
+	if u == nil || !slices.Equal(u.Preempted, uids("evicted")) || len(u.Failed) != 2 {
+		t.Fatalf("first write's uncounted = %+v, want both failed and evicted preempted", u)
+	}
+	last := writes[len(writes)-1].Status
+	if last.Failed != 2 || last.Preempted != 1 || last.UncountedTerminatedPods != nil {
+		t.Errorf("counts failed %d preempted %d uncounted %+v, want 2, 1 and none", last.Failed, last.Preempted, last.UncountedTerminatedPods)
+	}
+	h.observe()
+	h.sync()
+	if g := h.group().Status; g.Failed != 2 || g.Preempted != 1 {
+		t.Errorf("after a second sync: failed %d preempted %d, want 2 and 1: each pod is counted once", g.Failed, g.Preempted)
+	}
+}
+
+// TestSyncMarksVictims: the preemptor's recorded preemption marks each
+// victim group once; a victim replaced by a new group of its name, or
+// admitted again since the decision, is left alone.
+func TestSyncMarksVictims(t *testing.T) {
+	victim := func(mods ...groupMod) *v1alpha1.PodGroup {
+		v := admitted(2)
+		v.Name, v.UID = "low", "uid-low"
+		v.Status.Placements = []v1alpha1.PodPlacement{{Pod: "x", UID: "ux", Node: "n"}}
+		for _, m := range mods {
+			m(v)
+		}
+		return v
+	}
+	tests := []struct {
+		name     string
+		victim   *v1alpha1.PodGroup
+		wantMark bool
+	}{
+		{"an admitted victim is marked", victim(), true},
+		{"a new group of the victim's name is not", victim(func(pg *v1alpha1.PodGroup) { pg.UID = "uid-other" }), false},
+		{"a victim admitted again since the decision is not", victim(admittedAt(t0.Add(time.Minute))), false},
+		{"a finished victim is not", victim(finishedAt(v1alpha1.ReasonSucceeded, t0)), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pre := newGroup(2, condition(v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreempting, t0))
+			pre.Status.Preemption = &v1alpha1.PodGroupPreemption{Time: metav1.NewTime(t0), Priority: 100, Victims: []v1alpha1.PreemptionVictim{
+				{Kind: scheduling.VictimKindPodGroup, Namespace: testNS, Name: "low", UID: "uid-low", Priority: 0, Pods: 2},
+			}}
+			h := newHarness(t, func(c *Config) { c.Admission = AdmissionCapacity }, pre, tc.victim, newPod("p0"), newPod("p1"))
+			h.sync()
+			got, err := h.muster.SchedulingV1alpha1().PodGroups(testNS).Get(t.Context(), "low", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			marked := meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionPreempted)
+			if marked != tc.wantMark {
+				t.Fatalf("victim Preempted=%v, want %v", marked, tc.wantMark)
+			}
+			if !tc.wantMark {
+				return
+			}
+			if isAdmitted(got) || got.Status.Placements != nil {
+				t.Errorf("marked victim: admitted %v, placements %v; want neither", isAdmitted(got), got.Status.Placements)
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionPreempted); !strings.Contains(c.Message, "PodGroup ns/pg (priority 100") {
+				t.Errorf("Preempted message %q does not name the preemptor and its priority", c.Message)
+			}
+			h.reset()
+			h.observe()
+			h.sync()
+			for _, c := range h.mutations() {
+				if c == "update podgroups/status low" {
+					t.Errorf("the victim was marked a second time: %q", h.mutations())
+				}
+			}
+		})
+	}
+}
