@@ -283,24 +283,30 @@ func TestCapacityNodeSelector(t *testing.T) {
 }
 
 // TestCapacityPriority: with the cluster full, a high-priority gang that
-// arrives later is admitted before an earlier low-priority one.
+// arrives later is admitted before an earlier low-priority one once room
+// frees. Priority comes from the pods' PriorityClass; the running gang has
+// the same high priority, so the high gang waits for it rather than
+// preempting it (equal priority never preempts), and the low gang, which
+// has none, cannot preempt either.
 func TestCapacityPriority(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
 	poolNodes(t, ctx, ns, 2, "32", nil)
-	createGang(t, ctx, ns, "running", 2, "30", "10m")
+	high := withPriorityClass(priorityClass(t, ctx, ns+"-high", 1000))
+	createGang(t, ctx, ns, "running", 2, "30", "10m", high)
 	waitBound(t, ctx, ns, "running", 2)
 
 	createGang(t, ctx, ns, "low", 2, "30", "")
 	waitAdmitted(t, ctx, ns, "low", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
-	high := newGroupObject(ns, "high", 2)
-	prio := int32(100)
-	high.Spec.Priority = &prio
-	if _, err := muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, high, metav1.CreateOptions{}); err != nil {
+	createGang(t, ctx, ns, "high", 2, "30", "", high)
+	waitAdmitted(t, ctx, ns, "high", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
+	running, err := getGroup(ctx, ns, "running")
+	if err != nil {
 		t.Fatal(err)
 	}
-	createPods(t, ctx, gangPods(ns, "high", 2, "30", ""))
-	waitAdmitted(t, ctx, ns, "high", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
+	if c := meta.FindStatusCondition(running.Status.Conditions, v1alpha1.ConditionPreempted); c != nil || !meta.IsStatusConditionTrue(running.Status.Conditions, v1alpha1.ConditionAdmitted) {
+		t.Fatalf("the running gang of the same priority was preempted: %s", groupState(ns, "running"))
+	}
 
 	for _, p := range groupPods(t, ctx, ns, "running") {
 		if err := kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {

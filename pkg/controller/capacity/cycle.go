@@ -41,9 +41,10 @@ type Candidate struct {
 	// none of its pods says preemptionPolicy: Never.
 	Preempt bool
 	// Preempting are the keys of the victims of the preemption recorded
-	// in the group's status: while any of them still holds capacity, the
-	// gang waits for them to go, and starts no second preemption.
-	Preempting []string
+	// in the group's status, decided at PreemptedAt: while any of them is
+	// still going, the gang waits for it, and starts no second preemption.
+	Preempting  []string
+	PreemptedAt time.Time
 }
 
 // Verdict is an admission cycle's decision for one candidate.
@@ -201,6 +202,35 @@ func (p *preemption) fetch() *Pool {
 	return p.pool
 }
 
+// recorded finds what is left of c's recorded preemption: the victims
+// that still hold capacity (going), and whether it is still in flight,
+// which it is while any victim is marked and not admitted again (its pods
+// may be going, though this cycle's snapshot, taken a moment before the
+// pool, may still show them), or is still admitted since before the
+// decision (a crash came between the decision and the marking). A victim
+// admitted again after the decision, gone, or finished, ends it: only then
+// may the gang preempt anew.
+func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods int, inFlight bool) {
+	for _, key := range c.Preempting {
+		if v := pool.Marked[key]; v != nil {
+			inFlight = true
+			if v.Pods() > 0 {
+				going = append(going, v)
+				pods += v.Pods()
+			}
+			continue
+		}
+		for _, v := range pool.Eligible {
+			if v.Key == key && !p.taken[v] && v.Kind == scheduling.VictimKindPodGroup && !v.Since.After(c.PreemptedAt) {
+				inFlight = true
+				going = append(going, v)
+				pods += v.Pods()
+			}
+		}
+	}
+	return going, pods, inFlight
+}
+
 // try is preemption for a gang c that does not fit on s, with msg saying
 // why. A gang whose recorded preemption still has victims holding capacity
 // places itself as if they were gone, and holds that room for the rest of
@@ -214,36 +244,20 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 		return Verdict{Message: msg}, false
 	}
 	pool := p.fetch()
-	if len(c.Preempting) > 0 {
-		var going []*Victim
-		pods := 0
-		for _, key := range c.Preempting {
-			if v := pool.Marked[key]; v != nil {
-				going = append(going, v)
-				pods += v.Pods()
-			}
-			for _, v := range pool.Eligible {
-				if v.Key == key && !p.taken[v] {
-					going = append(going, v)
-					pods += v.Pods()
-				}
-			}
+	if going, pods, inFlight := p.recorded(c, pool); inFlight {
+		for _, v := range going {
+			p.taken[v] = true
 		}
-		if len(going) > 0 {
-			for _, v := range going {
-				p.taken[v] = true
-			}
-			undo := s.evict(going)
-			res := s.Place(c.Pods, c.Copies...)
-			if res.Placed() >= c.Need {
-				s.Commit(res)
-			} else {
-				s.Discard(res)
-				undo()
-			}
-			return Verdict{Key: c.Key, Reason: scheduling.ReasonPreempting,
-				Message: fmt.Sprintf("waiting for %d pods of the %d preempted gang(s) or pod(s) to be deleted; %s", pods, len(going), msg)}, true
+		undo := s.evict(going)
+		res := s.Place(c.Pods, c.Copies...)
+		if res.Placed() >= c.Need {
+			s.Commit(res)
+		} else {
+			s.Discard(res)
+			undo()
 		}
+		return Verdict{Key: c.Key, Reason: scheduling.ReasonPreempting,
+			Message: fmt.Sprintf("waiting for %d pods of the %d preempted gang(s) or pod(s) to be deleted; %s", pods, len(c.Preempting), msg)}, true
 	}
 	if !c.Preempt {
 		return Verdict{Message: msg + "; it does not preempt: its pods say preemptionPolicy: Never"}, false

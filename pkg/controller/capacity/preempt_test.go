@@ -192,6 +192,28 @@ func TestPreemption(t *testing.T) {
 			wantMsg: map[string]string{"high": "waiting for 1 pods of the 1 preempted gang(s) or pod(s) to be deleted"},
 		},
 		{
+			name:  "a crash between the decision and the marking: the victim, still admitted since before, is waited for",
+			nodes: []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")},
+			gangs: []running{{key: "chosen", priority: 1, since: 0, nodes: []string{"a", "b"}, cpu: "30"}},
+			candidates: []Candidate{func() Candidate {
+				c := preemptor("high", 10, 2, "30")
+				c.Preempting, c.PreemptedAt = []string{"chosen"}, t0.Add(10*time.Second)
+				return c
+			}()},
+			want: map[string]outcome{"high": {Reason: scheduling.ReasonPreempting}},
+		},
+		{
+			name:  "a victim admitted again after the decision ends it: the gang may preempt anew",
+			nodes: []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")},
+			gangs: []running{{key: "back", priority: 1, since: 100, nodes: []string{"a", "b"}, cpu: "30"}},
+			candidates: []Candidate{func() Candidate {
+				c := preemptor("high", 10, 2, "30")
+				c.Preempting, c.PreemptedAt = []string{"back"}, t0.Add(10*time.Second)
+				return c
+			}()},
+			want: map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"back"}, Pods: 2}},
+		},
+		{
 			name:       "--preemption-min-runtime spares a gang admitted recently",
 			nodes:      four,
 			gangs:      []running{{key: "fresh", priority: 1, since: 100, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
@@ -295,5 +317,34 @@ func TestVictimsPriority(t *testing.T) {
 				t.Fatalf("victims %+v, want one of priority %d", pool.Eligible, tc.want)
 			}
 		})
+	}
+}
+
+// TestPreemptionInFlightAcrossARace: the pool is read after the cycle's
+// snapshot, so it may already see a marked victim's pods gone while the
+// snapshot still shows them on their nodes. The preemptor then waits for
+// the next cycle, and never starts a second preemption (the e2e suite's
+// leader-killed test found a new leader preempting a second gang so).
+func TestPreemptionInFlightAcrossARace(t *testing.T) {
+	nodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
+	tr := trackerRunning(nodes, []running{
+		{key: "marked", priority: 1, nodes: []string{"a", "b"}, cpu: "30", preempted: true},
+		{key: "other", priority: 1, nodes: []string{"c", "d"}, cpu: "30"},
+	})
+	s := tr.Snapshot(defaultFilters())
+	for i, n := range []string{"a", "b"} {
+		p := pod(fmt.Sprintf("marked-%d", i), "30", onNode(n), withPriority(1), deleting)
+		tr.SetManagedPod("marked", p, false)
+	}
+	c := Candidate{Key: "high", Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true,
+		Preempting: []string{"marked"}, PreemptedAt: t0.Add(time.Second)}
+	vs := Admit(s, []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: t0.Add(time.Minute), Victims: func() Pool { return tr.Victims(false) }})
+	if len(vs) != 1 || vs[0].Reason != scheduling.ReasonPreempting || len(vs[0].Victims) != 0 {
+		t.Fatalf("verdicts %+v: want high waiting for its preemption in flight, with no new victim", vs)
+	}
+	// The next cycle's snapshot shows the room, and admits it.
+	vs = Admit(tr.Snapshot(defaultFilters()), []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: t0.Add(time.Minute), Victims: func() Pool { return tr.Victims(false) }})
+	if len(vs) != 1 || !vs[0].Admit {
+		t.Fatalf("next cycle: verdicts %+v, want high admitted", vs)
 	}
 }

@@ -56,9 +56,9 @@ type Pool struct {
 	// Eligible are the admitted groups, and with unmanaged pods the pods
 	// Muster does not manage, that hold capacity.
 	Eligible []*Victim
-	// Marked are the groups already preempted whose pods still hold
-	// capacity, by key: they are not chosen again, and the preemptor that
-	// chose them places itself as if they were gone.
+	// Marked are the groups already preempted, by key, with what they
+	// still hold: they are not chosen again, and the preemptor that chose
+	// them places itself as if they were gone.
 	Marked map[string]*Victim
 }
 
@@ -111,12 +111,13 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 		v.Priority = prio
 		v.holdings = append(v.holdings, t.slotHoldings("reserved/"+key, t.reserved[key])...)
 		v.holdings = append(v.holdings, t.slotHoldings("assumed/"+key, t.assumedSlots[key])...)
-		if len(v.holdings) == 0 {
-			continue
-		}
-		if st.Preempted {
+		switch {
+		case st.Preempted:
+			// Kept with no holding too: a preemptor then knows that its
+			// victims' pods are going, though this cycle's snapshot, taken
+			// a moment before, may still show them.
 			pool.Marked[key] = v
-		} else {
+		case len(v.holdings) > 0:
 			pool.Eligible = append(pool.Eligible, v)
 		}
 	}

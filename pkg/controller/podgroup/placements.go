@@ -60,7 +60,7 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 	a.queue.offer(capacity.Candidate{
 		Key: key, Priority: gangPriority(pg, v.all), Created: pg.CreationTimestamp.Time,
 		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),
-		Preempt: mayPreempt(v.all), Preempting: preemptingKeys(pg),
+		Preempt: mayPreempt(v.all), Preempting: preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
 	})
 	w, _ := a.queue.waitReason(key)
 	return w, false

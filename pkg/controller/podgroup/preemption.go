@@ -75,6 +75,14 @@ func preemptingKeys(pg *v1alpha1.PodGroup) []string {
 	return out
 }
 
+// preemptedAt is when the group's recorded preemption was decided.
+func preemptedAt(pg *v1alpha1.PodGroup) time.Time {
+	if p := pg.Status.Preemption; p != nil {
+		return p.Time.Time
+	}
+	return time.Time{}
+}
+
 // markVictims is step 9b for a group whose status records a preemption and
 // that is not admitted yet: each victim is marked (a group) or evicted (a
 // pod Muster does not manage). Each is idempotent: a victim already marked,

@@ -63,8 +63,8 @@ func TestMayPreempt(t *testing.T) {
 	}
 }
 
-// preemptedAt marks the group preempted, as markVictim leaves it.
-func preemptedAt(at time.Time) groupMod {
+// markedPreemptedAt marks the group preempted, as markVictim leaves it.
+func markedPreemptedAt(at time.Time) groupMod {
 	return func(pg *v1alpha1.PodGroup) {
 		condition(v1alpha1.ConditionPreempted, metav1.ConditionTrue, scheduling.ReasonPreemptionByMuster, at)(pg)
 		condition(v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreemptionByMuster, at)(pg)
@@ -81,7 +81,7 @@ func markedByMuster(p *corev1.Pod) {
 // DisruptionTarget, then are deleted, each in that order; its gated pods
 // stay, and wait whole.
 func TestSyncEvictsPreemptedPods(t *testing.T) {
-	pg := newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour)), preemptedAt(t0))
+	pg := newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour)), markedPreemptedAt(t0))
 	h := newHarness(t, nil, objects(pg,
 		newPod("r0", ungated, onNode("n"), running), newPod("r1", ungated, onNode("n"), running),
 		newPod("marked", ungated, onNode("n"), running, markedByMuster), newPod("new", createdAt(t0)))...)
@@ -225,16 +225,16 @@ func TestEvictedWhilePreempted(t *testing.T) {
 		pod   *corev1.Pod
 		want  bool
 	}{
-		{"deleted while preempted, rewritten by the scheduler", newGroup(2, preemptedAt(marked)),
+		{"deleted while preempted, rewritten by the scheduler", newGroup(2, markedPreemptedAt(marked)),
 			newPod("p", failed, byScheduler, deletedWithGrace(marked.Add(time.Second))), true},
-		{"deleted in the second of the marking", newGroup(2, preemptedAt(marked.Add(500 * time.Millisecond))),
+		{"deleted in the second of the marking", newGroup(2, markedPreemptedAt(marked.Add(500*time.Millisecond))),
 			newPod("p", failed, byScheduler, deletedWithGrace(marked)), true},
-		{"deleted before the group was preempted", newGroup(2, preemptedAt(marked)),
+		{"deleted before the group was preempted", newGroup(2, markedPreemptedAt(marked)),
 			newPod("p", failed, byScheduler, deletedWithGrace(marked.Add(-time.Minute))), false},
 		{"deleted after the group was admitted again", newGroup(2,
 			condition(v1alpha1.ConditionPreempted, metav1.ConditionFalse, scheduling.ReasonReadmitted, marked.Add(time.Minute))),
 			newPod("p", failed, byScheduler, deletedWithGrace(marked.Add(2*time.Minute))), false},
-		{"deleted while preempted, with no DisruptionTarget", newGroup(2, preemptedAt(marked)),
+		{"deleted while preempted, with no DisruptionTarget", newGroup(2, markedPreemptedAt(marked)),
 			newPod("p", failed, deletedWithGrace(marked.Add(time.Second))), false},
 		{"a group never preempted", newGroup(2), newPod("p", failed, byScheduler, deletedWithGrace(marked)), false},
 	}
