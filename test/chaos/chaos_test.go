@@ -127,7 +127,7 @@ func TestChaos(t *testing.T) {
 		deletes: l.deletes.Load(), retries: l.retries.Load(), checks: l.checks.Load(),
 		preemptedGroups: len(preemptedGroups), evictedGroups: len(evictedGroups), preemptedPods: o.preempted,
 		decisions: decisions, victims: victims,
-		gangRestarts: l.restarts.Load(), gaveUp: gaveUp, evictedSucceeded: len(o.evictedSucceeded), neverBound: o.neverBound, remarked: o.remarked, otherDisruptions: l.disruptionCounts(),
+		gangRestarts: l.restarts.Load(), staleDeletes: l.staleDeletes.Load(), gaveUp: gaveUp, evictedSucceeded: len(o.evictedSucceeded), neverBound: o.neverBound, remarked: o.remarked, otherDisruptions: l.disruptionCounts(),
 		created: created, finished: finished, converged: converged,
 		killer: killer, restarts: restarts,
 	}

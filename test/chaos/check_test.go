@@ -146,7 +146,7 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 const evictionSlack = 3 * time.Second
 
 // ranOn lists the pods that were bound before Muster marked the last pod
-// of their gang's generation for eviction, and ended unmarked more than
+// of their gang's generation for eviction, and ended undisrupted more than
 // evictionSlack after it: Muster evicts a preempted gang whole. (A pod of
 // the generation that was still gated then may be released with a later
 // admission, and bound after the mark.)
@@ -169,7 +169,11 @@ func ranOn(pods []corev1.Pod) []string {
 	for i := range pods {
 		p := &pods[i]
 		at, ok := marked[key{p.Labels[scheduling.PodGroupLabel], generation(p)}]
-		if !ok || p.Spec.NodeName == "" || preemptedByMuster(p) {
+		// Muster evicts the released pods that are not being deleted: a pod
+		// that someone else deleted or disrupted first (the load, or
+		// kube-scheduler's preemption, which fails the run on its own) was
+		// not Muster's to evict.
+		if !ok || p.Spec.NodeName == "" || disruption(p) != "" || deletedBy(p, at) {
 			continue
 		}
 		bound, ok := boundAt(p)
@@ -191,6 +195,18 @@ func markedAt(p *corev1.Pod) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// deletedBy reports whether the pod's deletion was asked for by t.
+func deletedBy(p *corev1.Pod, t time.Time) bool {
+	if p.DeletionTimestamp == nil {
+		return false
+	}
+	asked := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		asked = asked.Add(-time.Duration(*g) * time.Second)
+	}
+	return !asked.After(t)
 }
 
 // boundAt is when the pod was bound to its node.

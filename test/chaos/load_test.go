@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,7 @@ type gang struct {
 
 // podSeen is what a gang's restart waits on: none of its pods is released
 // and still running.
-type podSeen struct{ gated, terminal bool }
+type podSeen struct{ gated, terminal, deleted bool }
 
 // load creates gangs of pods that start, run and finish on kwok, keeping at
 // most maxActive unfinished, and watches that none is released short.
@@ -92,15 +93,18 @@ type load struct {
 	byName map[string]*gang
 
 	// total is how many pods the load creates, restarts included.
-	total      atomic.Int64
-	created    atomic.Int64
-	finished   atomic.Int64
-	restarts   atomic.Int64
-	retries    atomic.Int64
-	deletes    atomic.Int64
-	checks     atomic.Int64
-	seenFinish sync.Map // pod name -> struct{}
-	seenDelete sync.Map // pod name -> struct{}
+	total    atomic.Int64
+	created  atomic.Int64
+	finished atomic.Int64
+	restarts atomic.Int64
+	// staleDeletes are gated pods of a preempted gang's earlier
+	// generation that its restart deleted.
+	staleDeletes atomic.Int64
+	retries      atomic.Int64
+	deletes      atomic.Int64
+	checks       atomic.Int64
+	seenFinish   sync.Map // pod name -> struct{}
+	seenDelete   sync.Map // pod name -> struct{}
 	// evictedUIDs are the pods seen with DisruptionTarget of reason
 	// PreemptionByMuster; otherDisruptions those seen with another reason,
 	// by reason.
@@ -363,11 +367,11 @@ func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 	}
 	// A restart is planned before the pod that allows it is counted as
 	// finished, so that the load is never seen finished short of it.
-	if gen, pods := g.observe(p); pods != nil {
-		l.total.Add(int64(len(pods)))
+	if r := g.observe(p); r.pods != nil {
+		l.total.Add(int64(len(r.pods)))
 		l.restarts.Add(1)
 		go func() {
-			if err := l.createGeneration(ctx, g, gen, pods); err != nil {
+			if err := l.restart(ctx, g, r); err != nil {
 				l.mu.Lock()
 				l.errs = append(l.errs, fmt.Errorf("restarting gang %s: %w", g.name, err))
 				l.mu.Unlock()
@@ -390,34 +394,48 @@ func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 	}
 }
 
+// restartPlan is a gang's next generation, and the pods of earlier ones
+// that are still gated, which the framework deletes first.
+type restartPlan struct {
+	gen   int
+	pods  []*corev1.Pod
+	stale []string
+}
+
 // observe records what the informer shows of one of the gang's pods, and
 // once Muster has preempted the gang and none of its pods is released and
-// still running, returns the next generation to create: the whole gang
-// again, as a framework restarts a gang that lost pods (JobSet's failure
-// policy, for one). Muster must keep it gated until the whole gang fits.
-// Each pod of the new generation is the same as the first's, so that a run
-// replays. It returns nil pods when no restart is due, or the gang was
-// restarted maxGenerations-1 times already.
-func (g *gang) observe(p *corev1.Pod) (int, []*corev1.Pod) {
+// still running, plans the next generation: the whole gang again, as a
+// framework restarts a gang that lost pods (JobSet's failure policy, for
+// one), which also deletes what is left of the old one. Muster must keep
+// it gated until the whole gang fits. Each pod of the new generation is
+// the same as the first's, so that a run replays. The plan has no pods
+// when no restart is due, or the gang was restarted maxGenerations-1 times
+// already.
+func (g *gang) observe(p *corev1.Pod) restartPlan {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.seen[p.Name] = podSeen{gated: scheduling.HasGate(p), terminal: scheduling.IsTerminal(p)}
+	g.seen[p.Name] = podSeen{gated: scheduling.HasGate(p), terminal: scheduling.IsTerminal(p), deleted: p.DeletionTimestamp != nil}
 	if preemptedByMuster(p) && !g.evicted[p.Name] {
 		g.evicted[p.Name] = true
 		g.restartPending = true
 	}
 	if !g.restartPending {
-		return 0, nil
+		return restartPlan{}
 	}
-	for _, s := range g.seen {
-		if !s.gated && !s.terminal {
-			return 0, nil
+	var stale []string
+	for name, s := range g.seen {
+		switch {
+		case s.terminal:
+		case !s.gated:
+			return restartPlan{}
+		case !s.deleted:
+			stale = append(stale, name)
 		}
 	}
 	g.restartPending = false
 	if g.generation+1 >= maxGenerations {
 		g.gaveUp = true
-		return 0, nil
+		return restartPlan{}
 	}
 	g.generation++
 	pods := make([]*corev1.Pod, g.size)
@@ -428,7 +446,22 @@ func (g *gang) observe(p *corev1.Pod) (int, []*corev1.Pod) {
 		pods[j] = q
 	}
 	g.pods = append(g.pods, pods...)
-	return g.generation, pods
+	sort.Strings(stale)
+	return restartPlan{gen: g.generation, pods: pods, stale: stale}
+}
+
+// restart deletes what is still gated of a gang's earlier generations,
+// then creates the next.
+func (l *load) restart(ctx context.Context, g *gang, r restartPlan) error {
+	for _, name := range r.stale {
+		if err := l.retry(ctx, "deleting gated pod "+name, func(ctx context.Context) error {
+			return ignoreNotFound(l.kube.CoreV1().Pods(l.ns).Delete(ctx, name, metav1.DeleteOptions{}))
+		}); err != nil {
+			return err
+		}
+		l.staleDeletes.Add(1)
+	}
+	return l.createGeneration(ctx, g, r.gen, r.pods)
 }
 
 // deleteRunning deletes a running pod, as a user or a framework would.

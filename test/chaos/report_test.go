@@ -17,7 +17,7 @@ type report struct {
 	preemptedPods, evictedSucceeded     int
 	neverBound                          int
 	remarked                            []string
-	gangRestarts                        int64
+	gangRestarts, staleDeletes          int64
 	decisions, victims                  int
 	gaveUp                              int
 	otherDisruptions                    map[string]int
@@ -28,8 +28,8 @@ type report struct {
 
 func (r report) log(t *testing.T) {
 	t.Logf("pods %d in %d gangs: succeeded %d, failed %d (of which deleted while running %d)", r.pods, r.gangs, r.succeeded, r.failed, r.deletes)
-	t.Logf("preemption: %d groups preempted (Preempted condition seen), %d with pods evicted; %d pods counted preempted (%d more marked succeeded before the kill); %d gangs restarted by their framework, %d left waiting after %d generations",
-		r.preemptedGroups, r.evictedGroups, r.preemptedPods, r.evictedSucceeded, r.gangRestarts, r.gaveUp, maxGenerations)
+	t.Logf("preemption: %d groups preempted (Preempted condition seen), %d with pods evicted; %d pods counted preempted (%d more marked succeeded before the kill); %d gangs restarted by their framework (deleting %d gated pods left of the old generation), %d left waiting after %d generations",
+		r.preemptedGroups, r.evictedGroups, r.preemptedPods, r.evictedSucceeded, r.gangRestarts, r.staleDeletes, r.gaveUp, maxGenerations)
 	if len(r.remarked) > 0 {
 		t.Logf("%d pods marked by Muster's preemption ended with another DisruptionTarget reason (and count as preempted): %s", len(r.remarked), first(r.remarked))
 	}
