@@ -36,6 +36,9 @@ E2E_OLDEST_TESTS := \
 	TestCapacityTwoGangsDoNotFitTogether \
 	TestCapacityNodeSelector \
 	TestCapacityPriority \
+	TestPreemptionJobGangs \
+	TestPreemptionTakesOneOfTwo \
+	TestPreemptionLeaderKilledMidway \
 	TestCapacityFastRelease \
 	TestCapacityLeaderKilledMidRelease \
 	TestCapacityGangLargerThanCluster \

@@ -510,13 +510,15 @@ func (w *preemptionWatch) expectEvicted(t *testing.T, ctx context.Context, group
 		if !r.markedFirst {
 			t.Errorf("evicted pod %s was deleted before it carried DisruptionTarget", p.Name)
 		}
-		// Muster's count of preempted pods reads the condition on the pod
-		// that ended. kube-scheduler before 1.35 (kubernetes#134927) preempts
-		// pods already being deleted too, for a preemptor's released pods
-		// that wait for the room, and rewrites the reason to
-		// PreemptionByScheduler.
-		if r.failed && r.failedDisruption != scheduling.ReasonPreemptionByMuster {
-			t.Errorf("evicted pod %s ended Failed with DisruptionTarget reason %q (%q), want %s kept", p.Name, r.failedDisruption, r.failedMessage, scheduling.ReasonPreemptionByMuster)
+		// kube-scheduler before 1.35 (kubernetes#134927) preempts pods
+		// already being deleted too, for a preemptor's released pods that
+		// wait for the room, and rewrites the reason to
+		// PreemptionByScheduler; Muster counts such a pod as preempted all
+		// the same (the counts below), since it was deleted while its group
+		// was preempted. Any other end is wrong.
+		if r.failed && r.failedDisruption != scheduling.ReasonPreemptionByMuster && r.failedDisruption != corev1.PodReasonPreemptionByScheduler {
+			t.Errorf("evicted pod %s ended Failed with DisruptionTarget reason %q (%q), want %s, or %s rewritten by kube-scheduler before 1.35",
+				p.Name, r.failedDisruption, r.failedMessage, scheduling.ReasonPreemptionByMuster, corev1.PodReasonPreemptionByScheduler)
 		}
 	}
 	pg := waitCounted(t, ctx, w.ns, group)

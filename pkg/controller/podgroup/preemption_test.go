@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -85,7 +86,11 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 	h := newHarness(t, nil, objects(pg,
 		newPod("r0", ungated, onNode("n"), running), newPod("r1", ungated, onNode("n"), running),
 		newPod("marked", ungated, onNode("n"), running, markedByMuster), newPod("new", createdAt(t0)))...)
+	before, _ := testutil.GetCounterMetricValue(metrics.podsPreempted)
 	h.sync()
+	if after, _ := testutil.GetCounterMetricValue(metrics.podsPreempted); after-before != 3 {
+		t.Errorf("muster_pods_preempted_total rose by %v, want 3", after-before)
+	}
 	calls := h.mutations()
 	for _, name := range []string{"r0", "r1"} {
 		status, del := slices.Index(calls, "patch pods/status "+name), slices.Index(calls, "delete pods "+name)
