@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -72,6 +73,34 @@ func preemptibleJob(ns, name, class string, o jobOpts) *batchv1.Job {
 	spec.NodeSelector = map[string]string{poolKey: ns}
 	spec.Tolerations = []corev1.Toleration{{Key: poolKey, Operator: corev1.TolerationOpEqual, Value: ns, Effect: corev1.TaintEffectNoSchedule}}
 	return job
+}
+
+// createPreemptibleJob creates job, and at the test's end deletes it in the
+// foreground and waits until it is gone, before its namespace goes. A
+// namespace deleted with such a Job in it (Indexed, backoffLimitPerIndex,
+// podFailurePolicy) was seen to leave its pods Terminating with the Job
+// controller's finalizer batch.kubernetes.io/job-tracking for about ten
+// minutes, until the pod garbage collector took them, which held later
+// tests' waits for deleted namespaces.
+func createPreemptibleJob(t *testing.T, ctx context.Context, job *batchv1.Job) *batchv1.Job {
+	t.Helper()
+	created := createJob(t, ctx, job)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		jobs := kube.BatchV1().Jobs(job.Namespace)
+		if err := jobs.Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting Job %s: %v", job.Name, err)
+			return
+		}
+		if err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+			_, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			t.Errorf("Job %s still there 2 minutes after its foreground deletion: %v", job.Name, err)
+		}
+	})
+	return created
 }
 
 // podRecord is what a preemptionWatch saw of one pod over its life.
