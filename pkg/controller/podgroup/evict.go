@@ -114,8 +114,9 @@ func disruptionPatch(uid types.UID, why string, now metav1.Time) ([]byte, error)
 // evictedWhilePreempted reports whether a failed pod was deleted, with a
 // DisruptionTarget condition of any reason, while its group was preempted
 // (from Preempted=True until it was admitted again): Muster evicted it,
-// though kube-scheduler wrote the condition last. Before 1.31 the
-// scheduler also preempts victims that are already being deleted, and
+// though kube-scheduler wrote the condition last. Releases without
+// kubernetes#134927 (1.30 here) also preempt victims that are already
+// being deleted, and
 // rewrites their reason to PreemptionByScheduler, when the preemptor's
 // pods, released with fast release, wait for them to go.
 func evictedWhilePreempted(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
