@@ -154,10 +154,10 @@ type preemptionWatch struct {
 	groups map[string][]groupVersion
 	// released are the pods the sampler has seen released.
 	released map[types.UID]bool
-	errs     []string
-	seen     map[string]bool
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// errs are what went wrong; its own lock, not mu, guards them.
+	errs   watchErrors
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func watchPreemption(t *testing.T, ctx context.Context, ns string) *preemptionWatch {
@@ -165,7 +165,7 @@ func watchPreemption(t *testing.T, ctx context.Context, ns string) *preemptionWa
 	ctx, cancel := context.WithCancel(ctx)
 	w := &preemptionWatch{
 		ns: ns, pods: map[types.UID]*podRecord{}, groups: map[string][]groupVersion{},
-		released: map[types.UID]bool{}, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}),
+		released: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{}),
 	}
 	podInformer := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)).Core().V1().Pods().Informer()
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -268,28 +268,12 @@ func (w *preemptionWatch) run(ctx context.Context) {
 	}
 }
 
-func (w *preemptionWatch) record(key, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.seen[key] {
-		w.seen[key] = true
-		w.errs = append(w.errs, msg)
-	}
-}
-
-// err returns what went wrong so far, or "".
-func (w *preemptionWatch) err() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.errs, "; ")
-}
+func (w *preemptionWatch) record(key, msg string) { w.errs.record(key, msg) }
 
 // check fails the test if anything went wrong so far.
 func (w *preemptionWatch) check(t *testing.T) {
 	t.Helper()
-	if e := w.err(); e != "" {
-		t.Fatal(e)
-	}
+	w.errs.check(t)
 }
 
 func (w *preemptionWatch) sample(ctx context.Context) {
@@ -398,7 +382,7 @@ func (w *preemptionWatch) history(group string) []groupVersion {
 func (w *preemptionWatch) poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) {
-		if e := w.err(); e != "" {
+		if e := w.errs.err(); e != "" {
 			return false, fmt.Errorf("a gang was not whole: %s", e)
 		}
 		return cond(), nil
