@@ -44,6 +44,15 @@ func TestKarpenterProvisionsAndConsolidates(t *testing.T) {
 	if _, err := dyn.Resource(NodePoolResource).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating NodePool: %v", err)
 	}
+	// Karpenter provisions only from a Ready NodePool (its NodeClass Ready,
+	// its status reconciled); a pod that comes first waits for its next try.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, podTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := dyn.Resource(NodePoolResource).Get(ctx, "gpu", metav1.GetOptions{})
+		return err == nil && claimCondition(p, "Ready") == "True", nil
+	})
+	if err != nil {
+		t.Fatalf("NodePool gpu is not Ready: %v", err)
+	}
 
 	pod := newPod("gpu", nil)
 	gpus := corev1.ResourceList{GPUResource: resource.MustParse("8")}
@@ -105,8 +114,11 @@ func TestKarpenterProvisionsAndConsolidates(t *testing.T) {
 			t.Errorf("NodeClaim %s: condition %s = %q, want True", claim.GetName(), cond, got)
 		}
 	}
-	t.Logf("Karpenter provisioned NodeClaim %s (node %s, %s) and the pod ran %v after it was created",
-		claim.GetName(), nodeName, node.Labels[corev1.LabelInstanceTypeStable], provisioned.Round(time.Millisecond))
+	// Creation timestamps have whole seconds.
+	sec := began.Truncate(time.Second)
+	t.Logf("Karpenter created NodeClaim %s %v after the pod (to the second), its node %s (%s) %v after, and the pod ran %v after it was created",
+		claim.GetName(), claim.GetCreationTimestamp().Sub(sec), nodeName, node.Labels[corev1.LabelInstanceTypeStable],
+		node.CreationTimestamp.Sub(sec), provisioned.Round(time.Millisecond))
 
 	// Empty, the node goes: consolidateAfter 0s, then Karpenter's disruption
 	// loop (every 10s) and its 15s validation of the command before it
@@ -139,7 +151,8 @@ func TestKarpenterProvisionsAndConsolidates(t *testing.T) {
 	}
 }
 
-// claimCondition returns the status of a NodeClaim's condition, or "".
+// claimCondition returns the status of a NodeClaim's (or NodePool's)
+// condition, or "".
 func claimCondition(claim *unstructured.Unstructured, typ string) string {
 	conditions, _, _ := unstructured.NestedSlice(claim.Object, "status", "conditions")
 	for _, c := range conditions {
