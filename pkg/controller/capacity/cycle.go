@@ -264,6 +264,15 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 		}
 		undo := s.evict(going)
 		res := s.Place(c.Pods, c.Copies...)
+		if res.Placed() < c.Need {
+			// The room may be free but for the victims' pods still being
+			// deleted beside pods of another priority (draining.go): the
+			// gang is not admitted there yet, but holds the room.
+			s.Discard(res)
+			s.ignoreDraining = true
+			res = s.Place(c.Pods, c.Copies...)
+			s.ignoreDraining = false
+		}
 		if res.Placed() >= c.Need {
 			s.Commit(res)
 		} else {
