@@ -96,10 +96,10 @@ help: ## List the targets.
 build: ## Build bin/muster-apiserver.
 	$(GO) build -o $(BIN)/muster-apiserver ./cmd/muster-apiserver
 
-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok and jobset (only what changed).
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset and karpenter (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
-run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release.
+run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release, RUN_ARGS=--autoscaler adds Karpenter.
 	$(GO) run ./hack/localcluster --bin-dir=$(KUBE_BIN) --muster-binary=$(BIN)/muster-apiserver --out=$(OUT) $(RUN_ARGS)
 
 run-standalone: build ## Serve the API alone on loopback, with no cluster.

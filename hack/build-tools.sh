@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the binaries that the local cluster harness (test/cluster) runs:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok and jobset (with JobSet's CRDs and RBAC beside it).
+# kwok, jobset (with JobSet's CRDs and RBAC beside it) and karpenter
+# (Karpenter's kwok cloud provider, with its CRDs beside it).
 #
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
@@ -12,10 +13,11 @@
 # and kubectl. The default, the newest supported, is pinned in
 # hack/tools/go.mod and built into bin/. Any other supported release has a
 # module of its own, hack/tools/kube-<version>/, and is built into
-# bin/kube-<version>/, so each version is cached apart. etcd, kwok and jobset
-# work with every supported release: they are built once into bin/, and each
-# version's directory links to them (and to JobSet's manifests), so that
-# directory alone holds everything the harness runs.
+# bin/kube-<version>/, so each version is cached apart. etcd, kwok, jobset
+# and karpenter work with every supported release: they are built once into
+# bin/, and each version's directory links to them (and to JobSet's and
+# Karpenter's manifests), so that directory alone holds everything the
+# harness runs.
 #
 # Usage: hack/build-tools.sh [tool...]   (default: all tools)
 #        hack/build-tools.sh --print-bin-dir   (the directory for KUBE_VERSION)
@@ -28,11 +30,12 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
-ALL_TOOLS=(etcd kwok jobset kube-apiserver kube-controller-manager kube-scheduler kubectl)
-SHARED_TOOLS=(etcd kwok jobset)
-# JobSet's manifests at the pinned version, copied from its module by
-# `build jobset`, so that the harness needs no module cache at run time.
-SHARED_FILES=(jobset-crds.yaml jobset-rbac.yaml)
+ALL_TOOLS=(etcd kwok jobset karpenter kube-apiserver kube-controller-manager kube-scheduler kubectl)
+SHARED_TOOLS=(etcd kwok jobset karpenter)
+# JobSet's and Karpenter's manifests at the pinned versions, copied from
+# their modules by `build jobset` and `build karpenter`, so that the harness
+# needs no module cache at run time.
+SHARED_FILES=(jobset-crds.yaml jobset-rbac.yaml karpenter-crds.yaml)
 
 # module_field prints a template field (.Version, .Time...) of a module
 # required by the tools module in directory $1.
@@ -168,6 +171,12 @@ build() {
       "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${version}"
     copy_jobset_manifests
     ;;
+  karpenter)
+    version="$(module_field "${TOOLS_DIR}/karpenter" sigs.k8s.io/karpenter .Version)"
+    build_tool "${BIN_DIR}" karpenter "${TOOLS_DIR}/karpenter" sigs.k8s.io/karpenter/kwok "${version}" \
+      "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=${version}"
+    copy_karpenter_manifests
+    ;;
   *)
     echo "unknown tool ${tool}; known: ${ALL_TOOLS[*]}" >&2
     return 1
@@ -191,6 +200,33 @@ copy_jobset_manifests() {
   mv -f "${BIN_DIR}/jobset-crds.yaml.tmp" "${BIN_DIR}/jobset-crds.yaml"
   cat "${dir}/config/components/rbac/role.yaml" >"${BIN_DIR}/jobset-rbac.yaml.tmp"
   mv -f "${BIN_DIR}/jobset-rbac.yaml.tmp" "${BIN_DIR}/jobset-rbac.yaml"
+}
+
+# module_dir prints the directory of module $2 as the tools module in
+# directory $1 requires it (downloading it if need be).
+module_dir() {
+  local dir=$1 module=$2
+  (cd "${dir}" && go mod download -json "${module}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+}
+
+# copy_karpenter_manifests writes the CRDs Karpenter's kwok cloud provider
+# serves, from the module the binary was built from, into BIN_DIR as one
+# file: NodePool, NodeClaim, NodeOverlay and CapacityBuffer
+# (kwok/charts/crds, the chart's copies of the core CRDs) and KWOKNodeClass
+# (kwok/apis/crds). Rewritten on every run, like JobSet's.
+copy_karpenter_manifests() {
+  local dir
+  dir="$(module_dir "${TOOLS_DIR}/karpenter" sigs.k8s.io/karpenter)"
+  if [[ -z "${dir}" || ! -d "${dir}/kwok/charts/crds" || ! -d "${dir}/kwok/apis/crds" ]]; then
+    echo "cannot find the sigs.k8s.io/karpenter module directory for its CRDs" >&2
+    return 1
+  fi
+  local f
+  for f in "${dir}"/kwok/charts/crds/*.yaml "${dir}"/kwok/apis/crds/*.yaml; do
+    echo "---"
+    cat "${f}"
+  done >"${BIN_DIR}/karpenter-crds.yaml.tmp"
+  mv -f "${BIN_DIR}/karpenter-crds.yaml.tmp" "${BIN_DIR}/karpenter-crds.yaml"
 }
 
 # link_shared makes the shared tools (and files) visible in a version's bin dir.

@@ -1,7 +1,8 @@
 // Command localcluster runs a local control plane with Muster registered
 // with the aggregator (`make run`): etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kwok fake nodes, the JobSet
-// controller and muster-apiserver, until interrupted.
+// controller, with --autoscaler Karpenter's kwok cloud provider, and
+// muster-apiserver, until interrupted.
 package main
 
 import (
@@ -16,6 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/test/cluster"
@@ -49,6 +55,7 @@ func run() error {
 	flag.StringVar(&out, "out", "_out", "work dir for certificates, kubeconfig, etcd data and logs")
 	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory with the control-plane binaries, etcd, kwok and kubectl (hack/build-tools.sh)")
 	flag.BoolVar(&opts.JobSet, "jobset", true, "run the JobSet controller (sigs.k8s.io/jobset) with its CRDs and webhooks")
+	flag.BoolVar(&opts.Karpenter, "autoscaler", false, "run Karpenter (sigs.k8s.io/karpenter) with its kwok cloud provider, and a KWOKNodeClass and NodePool named "+autoscalerPool+" over its instance types, so that pods that fit no node get one")
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable)")
 	flag.Var(&manifests, "muster-manifest", "YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
@@ -91,12 +98,40 @@ func run() error {
 		return err
 	}
 	defer c.Stop()
+	if opts.Karpenter {
+		if err := createNodePool(ctx, c); err != nil {
+			return err
+		}
+	}
 	printUsage(c, opts, out, time.Since(began))
 
 	if err := waitForExit(ctx, c); err != nil {
 		return err
 	}
 	fmt.Println("\nstopping local cluster...")
+	return nil
+}
+
+// autoscalerPool names the KWOKNodeClass and NodePool that --autoscaler
+// creates.
+const autoscalerPool = "default"
+
+// createNodePool gives Karpenter a KWOKNodeClass and a NodePool over every
+// instance type, up to 1000 CPUs and 64 GPUs, that consolidates a node 30s
+// after it became empty or underused.
+func createNodePool(ctx context.Context, c *cluster.Cluster) error {
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("creating dynamic client: %w", err)
+	}
+	if _, err := dyn.Resource(cluster.KWOKNodeClassResource).Create(ctx, cluster.NewKWOKNodeClass(autoscalerPool, 0), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating KWOKNodeClass %s: %w", autoscalerPool, err)
+	}
+	limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), cluster.GPUResource: resource.MustParse("64")}
+	pool := cluster.NewNodePool(autoscalerPool, autoscalerPool, nil, limits, 30*time.Second)
+	if _, err := dyn.Resource(cluster.NodePoolResource).Create(ctx, pool, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating NodePool %s: %w", autoscalerPool, err)
+	}
 	return nil
 }
 
@@ -137,6 +172,22 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	if opts.JobSet {
 		fmt.Printf("jobset controller (sigs.k8s.io/jobset), serving JobSets (jobset.x-k8s.io/v1alpha2)\n")
 	}
+	if opts.Karpenter {
+		instanceTypes := opts.KarpenterInstanceTypes
+		if len(instanceTypes) == 0 {
+			instanceTypes = cluster.DefaultKarpenterInstanceTypes()
+		}
+		types := make([]string, 0, len(instanceTypes))
+		for _, t := range instanceTypes {
+			desc := fmt.Sprintf("%s (%s CPU, %s", t.Name, t.CPU, t.Memory)
+			if t.GPUs > 0 {
+				desc += fmt.Sprintf(", %d %s", t.GPUs, cluster.GPUResource)
+			}
+			types = append(types, desc+")")
+		}
+		fmt.Printf("autoscaler: karpenter (sigs.k8s.io/karpenter, kwok cloud provider), NodePool %s and KWOKNodeClass %s over instance types %s; its nodes consolidate 30s after they empty\n",
+			autoscalerPool, autoscalerPool, strings.Join(types, ", "))
+	}
 	fmt.Printf("\ntry:\n")
 	fmt.Printf("  %s --kubeconfig %s get nodes\n", kubectl, kubeconfig)
 	if c.MusterURL != "" {
@@ -145,10 +196,17 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 		fmt.Printf("  %s --kubeconfig %s api-resources --api-group=%s\n", kubectl, kubeconfig, cluster.MusterGroup)
 	}
 	fmt.Printf("  %s --kubeconfig %s run demo --image=busybox --restart=Never --annotations=%s=30s\n", kubectl, kubeconfig, cluster.RunForAnnotation)
+	if opts.Karpenter {
+		fmt.Printf("  %s --kubeconfig %s run gpu --image=busybox --restart=Never --overrides='{\"spec\":{\"containers\":[{\"name\":\"gpu\",\"image\":\"busybox\",\"resources\":{\"limits\":{\"%s\":\"8\"}}}]}}'\n", kubectl, kubeconfig, cluster.GPUResource)
+		fmt.Printf("  %s --kubeconfig %s get nodepools,nodeclaims,nodes\n", kubectl, kubeconfig)
+	}
 	fmt.Printf("\nor, with the kubectl that make run built on your PATH:\n  export PATH=%s:$PATH KUBECONFIG=%s\n  kubectl get pg -A\n", filepath.Join(out, "bin"), kubeconfig)
 	logs := []string{"etcd", "kube-apiserver", cluster.ControllerManagerComponent, "kube-scheduler", "kwok"}
 	if opts.JobSet {
 		logs = append(logs, cluster.JobSetComponent)
+	}
+	if opts.Karpenter {
+		logs = append(logs, cluster.KarpenterComponent)
 	}
 	if c.MusterURL != "" {
 		logs = append(logs, "muster-apiserver")

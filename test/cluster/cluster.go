@@ -117,6 +117,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.opts.JobSet {
 		steps = append(steps, step{"jobset", c.startJobSet})
 	}
+	if c.opts.Karpenter {
+		steps = append(steps, step{"karpenter", c.startKarpenter})
+	}
 	if c.opts.MusterBinary != "" && c.opts.MusterEtcd {
 		steps = append(steps, step{"muster-etcd", c.startMusterEtcd})
 	}

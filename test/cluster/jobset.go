@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -299,22 +298,8 @@ func (c *Cluster) grantJobSet(ctx context.Context) error {
 // webhook server reads tls.crt and tls.key from: the harness's certificate
 // for 127.0.0.1, which the webhooks' caBundle trusts.
 func (c *Cluster) jobSetCredentials() (kubeconfig, certDir string, err error) {
-	ca, err := loadAuthority(c.pki.CACert, c.pki.CAKey)
+	kubeconfig, err = c.serviceAccountKubeconfig(JobSetComponent, JobSetNamespace, JobSetServiceAccount)
 	if err != nil {
-		return "", "", err
-	}
-	dir := filepath.Join(c.WorkDir, "pki")
-	clientCert, clientKey := filepath.Join(dir, "jobset-client.crt"), filepath.Join(dir, "jobset-client.key")
-	identity := leaf{
-		commonName:   serviceAccountUser(JobSetNamespace, JobSetServiceAccount),
-		organization: []string{"system:serviceaccounts", "system:serviceaccounts:" + JobSetNamespace},
-		usages:       []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if err := ca.issue(identity, clientCert, clientKey); err != nil {
-		return "", "", err
-	}
-	kubeconfig = filepath.Join(c.WorkDir, "jobset.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, c.APIServerURL, c.pki.CACert, credentials{certFile: clientCert, keyFile: clientKey}); err != nil {
 		return "", "", err
 	}
 	certDir = filepath.Join(c.WorkDir, "jobset-certs")

@@ -76,6 +76,24 @@ type Options struct {
 	// binary and its manifests in BinDir (hack/build-tools.sh jobset).
 	JobSet bool
 
+	// Karpenter runs Karpenter's kwok cloud provider (sigs.k8s.io/karpenter
+	// /kwok) once the fake nodes are up: its CRDs (NodePool, NodeClaim,
+	// KWOKNodeClass...), its RBAC (karpenter-rbac.yaml) and the provider as
+	// its service account. It launches a fake node, managed by the harness's
+	// kwok, for pods that fit no node; a test creates a KWOKNodeClass and a
+	// NodePool (NewKWOKNodeClass, NewNodePool) for it to do so. It needs
+	// the karpenter binary and its CRDs in BinDir (hack/build-tools.sh
+	// karpenter).
+	Karpenter bool
+	// KarpenterInstanceTypes are the instance types Karpenter can launch
+	// (default DefaultKarpenterInstanceTypes).
+	KarpenterInstanceTypes []KarpenterInstanceType
+	// KarpenterBatchIdle and KarpenterBatchMax end Karpenter's batch of
+	// pending pods after that long without a new one, or at most that long
+	// (default 200ms and 2s; Karpenter's own are 1s and 10s).
+	KarpenterBatchIdle time.Duration
+	KarpenterBatchMax  time.Duration
+
 	// APIServerArgs, ControllerManagerArgs and SchedulerArgs are appended to
 	// the harness's flags for kube-apiserver, kube-controller-manager and
 	// kube-scheduler, e.g. --feature-gates.
@@ -103,6 +121,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MusterReplicas == 0 {
 		o.MusterReplicas = 1
+	}
+	if len(o.KarpenterInstanceTypes) == 0 {
+		o.KarpenterInstanceTypes = DefaultKarpenterInstanceTypes()
+	}
+	if o.KarpenterBatchIdle == 0 {
+		o.KarpenterBatchIdle = 200 * time.Millisecond
+	}
+	if o.KarpenterBatchMax == 0 {
+		o.KarpenterBatchMax = 2 * time.Second
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 2 * time.Minute
@@ -159,6 +186,9 @@ func (o Options) MissingBinaries() []string {
 	if o.JobSet {
 		paths = append(paths, o.binary(JobSetBinary))
 	}
+	if o.Karpenter {
+		paths = append(paths, o.binary(KarpenterBinary))
+	}
 	var missing []string
 	for _, p := range paths {
 		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
@@ -167,6 +197,9 @@ func (o Options) MissingBinaries() []string {
 	}
 	if o.JobSet {
 		missing = append(missing, o.missingJobSetManifests()...)
+	}
+	if o.Karpenter {
+		missing = append(missing, o.missingKarpenterManifests()...)
 	}
 	return missing
 }

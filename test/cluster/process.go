@@ -34,6 +34,13 @@ type process struct {
 // startProcess runs binary with args, appending its output to
 // <logDir>/<name>.log.
 func startProcess(name, binary string, args []string, logDir string) (*process, error) {
+	return startProcessEnv(name, binary, args, nil, logDir)
+}
+
+// startProcessEnv is startProcess with env (KEY=value) added to the
+// harness's own environment, for a binary that reads settings only from
+// its environment.
+func startProcessEnv(name, binary string, args, env []string, logDir string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -43,9 +50,16 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 	if info, err := logFile.Stat(); err == nil {
 		logStart = info.Size()
 	}
-	fmt.Fprintf(logFile, "=== %s %s\n", binary, strings.Join(args, " "))
+	var envPrefix strings.Builder
+	for _, kv := range env {
+		envPrefix.WriteString(kv + " ")
+	}
+	fmt.Fprintf(logFile, "=== %s%s %s\n", envPrefix.String(), binary, strings.Join(args, " "))
 
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = sysProcAttr()

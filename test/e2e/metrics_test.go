@@ -29,6 +29,14 @@ type apiCalls = apicalls.Counts
 // finalizer off their pods, which would count against this test.
 func scrapeAPICalls(t *testing.T, ctx context.Context) apiCalls {
 	t.Helper()
+	waitNamespacesDeleted(t, ctx)
+	return scrapeAPICallsFrom(t, ctx, env.MusterURL)
+}
+
+// waitNamespacesDeleted waits until no namespace is being deleted: those of
+// earlier tests are deleted as they end.
+func waitNamespacesDeleted(t *testing.T, ctx context.Context) {
+	t.Helper()
 	waitFor(t, ctx, "earlier tests' namespaces to be deleted", func(ctx context.Context) (bool, error) {
 		list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -41,7 +49,6 @@ func scrapeAPICalls(t *testing.T, ctx context.Context) apiCalls {
 		}
 		return true, nil
 	})
-	return scrapeAPICallsFrom(t, ctx, env.MusterURL)
 }
 
 // scrapeAPICallsFrom reads the request counters of one muster-apiserver.

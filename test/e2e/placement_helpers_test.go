@@ -83,17 +83,22 @@ func afterNamespace(t *testing.T, ns string, fn func(ctx context.Context)) {
 //     or before the group is Admitted (Admitted is written before any gate
 //     comes off).
 type placementWatch struct {
-	mu     sync.Mutex
-	errs   []string
-	seen   map[string]bool
+	watchErrors
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// watchErrors collects what a watch saw go wrong, each key once.
+type watchErrors struct {
+	mu   sync.Mutex
+	errs []string
+	seen map[string]bool
 }
 
 func watchPlacement(t *testing.T, ctx context.Context, ns string) *placementWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	w := &placementWatch{seen: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	w := &placementWatch{cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx, ns)
 	t.Cleanup(w.stop)
 	return w
@@ -104,9 +109,12 @@ func (w *placementWatch) stop() {
 	<-w.done
 }
 
-func (w *placementWatch) record(key, msg string) {
+func (w *watchErrors) record(key, msg string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
 	if !w.seen[key] {
 		w.seen[key] = true
 		w.errs = append(w.errs, msg)
@@ -114,14 +122,14 @@ func (w *placementWatch) record(key, msg string) {
 }
 
 // err returns what went wrong so far, or "".
-func (w *placementWatch) err() string {
+func (w *watchErrors) err() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.errs, "; ")
 }
 
 // check fails the test if anything went wrong so far.
-func (w *placementWatch) check(t *testing.T) {
+func (w *watchErrors) check(t *testing.T) {
 	t.Helper()
 	if e := w.err(); e != "" {
 		t.Fatal(e)

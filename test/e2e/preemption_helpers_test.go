@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,6 +75,34 @@ func preemptibleJob(ns, name, class string, o jobOpts) *batchv1.Job {
 	return job
 }
 
+// createPreemptibleJob creates job, and at the test's end deletes it in the
+// foreground and waits until it is gone, before its namespace goes. A
+// namespace deleted with such a Job in it (Indexed, backoffLimitPerIndex,
+// podFailurePolicy) was seen to leave its pods Terminating with the Job
+// controller's finalizer batch.kubernetes.io/job-tracking for about ten
+// minutes, until the pod garbage collector took them, which held later
+// tests' waits for deleted namespaces.
+func createPreemptibleJob(t *testing.T, ctx context.Context, job *batchv1.Job) *batchv1.Job {
+	t.Helper()
+	created := createJob(t, ctx, job)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		jobs := kube.BatchV1().Jobs(job.Namespace)
+		if err := jobs.Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting Job %s: %v", job.Name, err)
+			return
+		}
+		if err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+			_, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			t.Errorf("Job %s still there 2 minutes after its foreground deletion: %v", job.Name, err)
+		}
+	})
+	return created
+}
+
 // podRecord is what a preemptionWatch saw of one pod over its life.
 type podRecord struct {
 	name, group string
@@ -125,10 +154,10 @@ type preemptionWatch struct {
 	groups map[string][]groupVersion
 	// released are the pods the sampler has seen released.
 	released map[types.UID]bool
-	errs     []string
-	seen     map[string]bool
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// errs are what went wrong; its own lock, not mu, guards them.
+	errs   watchErrors
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func watchPreemption(t *testing.T, ctx context.Context, ns string) *preemptionWatch {
@@ -136,7 +165,7 @@ func watchPreemption(t *testing.T, ctx context.Context, ns string) *preemptionWa
 	ctx, cancel := context.WithCancel(ctx)
 	w := &preemptionWatch{
 		ns: ns, pods: map[types.UID]*podRecord{}, groups: map[string][]groupVersion{},
-		released: map[types.UID]bool{}, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}),
+		released: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{}),
 	}
 	podInformer := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)).Core().V1().Pods().Informer()
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -239,28 +268,12 @@ func (w *preemptionWatch) run(ctx context.Context) {
 	}
 }
 
-func (w *preemptionWatch) record(key, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.seen[key] {
-		w.seen[key] = true
-		w.errs = append(w.errs, msg)
-	}
-}
-
-// err returns what went wrong so far, or "".
-func (w *preemptionWatch) err() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.errs, "; ")
-}
+func (w *preemptionWatch) record(key, msg string) { w.errs.record(key, msg) }
 
 // check fails the test if anything went wrong so far.
 func (w *preemptionWatch) check(t *testing.T) {
 	t.Helper()
-	if e := w.err(); e != "" {
-		t.Fatal(e)
-	}
+	w.errs.check(t)
 }
 
 func (w *preemptionWatch) sample(ctx context.Context) {
@@ -369,7 +382,7 @@ func (w *preemptionWatch) history(group string) []groupVersion {
 func (w *preemptionWatch) poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) {
-		if e := w.err(); e != "" {
+		if e := w.errs.err(); e != "" {
 			return false, fmt.Errorf("a gang was not whole: %s", e)
 		}
 		return cond(), nil

@@ -32,9 +32,9 @@ func TestPreemptionJobGangs(t *testing.T) {
 	high := priorityClass(t, ctx, ns+"-high", 1000)
 	w := watchPreemption(t, ctx, ns)
 
-	createJob(t, ctx, preemptibleJob(ns, "low", low, jobOpts{pods: 4, cpu: "15", runFor: "20s"}))
+	createPreemptibleJob(t, ctx, preemptibleJob(ns, "low", low, jobOpts{pods: 4, cpu: "15", runFor: "20s"}))
 	evicted := w.expectRunning(t, ctx, "low", 4, nil)
-	createJob(t, ctx, preemptibleJob(ns, "high", high, jobOpts{pods: 4, cpu: "15", runFor: "30s"}))
+	createPreemptibleJob(t, ctx, preemptibleJob(ns, "high", high, jobOpts{pods: 4, cpu: "15", runFor: "30s"}))
 
 	decided := w.waitPreemption(t, ctx, "high")
 	if c := decided.admitted; c == nil || c.Status != metav1.ConditionFalse || c.Reason != scheduling.ReasonPreempting {
@@ -118,7 +118,7 @@ func TestPreemptionTakesOneOfTwo(t *testing.T) {
 			w := watchPreemption(t, ctx, ns)
 
 			running := map[string][]corev1.Pod{}
-			createJob(t, ctx, preemptibleJob(ns, "first", classes[tc.first], jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
+			createPreemptibleJob(t, ctx, preemptibleJob(ns, "first", classes[tc.first], jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
 			running["first"] = w.expectRunning(t, ctx, "first", 2, nil)
 			// Admission times are stored to the second: let the clock pass
 			// the first gang's, so that the second is admitted later.
@@ -129,10 +129,10 @@ func TestPreemptionTakesOneOfTwo(t *testing.T) {
 			w.poll(t, ctx, "the clock to pass the first gang's admission second", func() bool {
 				return time.Now().Truncate(time.Second).After(first.Status.AdmissionTime.Time)
 			})
-			createJob(t, ctx, preemptibleJob(ns, "second", classes[tc.second], jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
+			createPreemptibleJob(t, ctx, preemptibleJob(ns, "second", classes[tc.second], jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
 			running["second"] = w.expectRunning(t, ctx, "second", 2, nil)
 
-			createJob(t, ctx, preemptibleJob(ns, "high", classes[1000], jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
+			createPreemptibleJob(t, ctx, preemptibleJob(ns, "high", classes[1000], jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
 			decided := w.waitPreemption(t, ctx, "high")
 			wantPriority := map[string]int32{"first": tc.first, "second": tc.second}[tc.victim]
 			expectVictims(t, ctx, ns, decided.preemption, 1000, map[string]v1alpha1.PreemptionVictim{tc.victim: {Priority: wantPriority, Pods: 2}})
@@ -177,11 +177,11 @@ func TestPreemptionLeaderKilledMidway(t *testing.T) {
 			// marked victim no longer admitted and take the other.
 			running := map[string][]corev1.Pod{}
 			for _, g := range []string{"a", "b"} {
-				createJob(t, ctx, preemptibleJob(ns, g, low, jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
+				createPreemptibleJob(t, ctx, preemptibleJob(ns, g, low, jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
 				running[g] = w.expectRunning(t, ctx, g, 2, nil)
 			}
 			allow := denyMusterEvictions(t, ctx, ns, tc.denyStatus)
-			createJob(t, ctx, preemptibleJob(ns, "high", high, jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
+			createPreemptibleJob(t, ctx, preemptibleJob(ns, "high", high, jobOpts{pods: 2, cpu: "30", runFor: "10m"}))
 
 			decided := w.waitPreemption(t, ctx, "high")
 			if len(decided.preemption.Victims) != 1 {
@@ -207,6 +207,10 @@ func TestPreemptionLeaderKilledMidway(t *testing.T) {
 				}
 			}
 
+			// A namespace that kube-controller-manager deletes while Muster
+			// is down fails on the aggregated API's stale discovery, and its
+			// retries back off for many minutes: let earlier tests' go first.
+			waitNamespacesDeleted(t, ctx)
 			t.Logf("killing muster-apiserver with preemption %+v recorded", decided.preemption)
 			env.KillMuster()
 			allow()

@@ -180,6 +180,8 @@ type preemption struct {
 	pool   *Pool
 	spared int
 	taken  map[*Victim]bool
+	// groups indexes the pool's eligible groups by key (eligibleGroup).
+	groups map[string]*Victim
 }
 
 func (p *preemption) fetch() *Pool {
@@ -220,15 +222,27 @@ func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods in
 			}
 			continue
 		}
-		for _, v := range pool.Eligible {
-			if v.Key == key && !p.taken[v] && v.Kind == scheduling.VictimKindPodGroup && !v.Since.After(c.PreemptedAt) {
-				inFlight = true
-				going = append(going, v)
-				pods += v.Pods()
-			}
+		if v := p.eligibleGroup(key); v != nil && !p.taken[v] && !v.Since.After(c.PreemptedAt) {
+			inFlight = true
+			going = append(going, v)
+			pods += v.Pods()
 		}
 	}
 	return going, pods, inFlight
+}
+
+// eligibleGroup is the eligible victim group of that key, or nil; the
+// index is built once a cycle, the first time a recorded preemption asks.
+func (p *preemption) eligibleGroup(key string) *Victim {
+	if p.groups == nil {
+		p.groups = map[string]*Victim{}
+		for _, v := range p.pool.Eligible {
+			if v.Kind == scheduling.VictimKindPodGroup {
+				p.groups[v.Key] = v
+			}
+		}
+	}
+	return p.groups[key]
 }
 
 // try is preemption for a gang c that does not fit on s, with msg saying
@@ -250,6 +264,15 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 		}
 		undo := s.evict(going)
 		res := s.Place(c.Pods, c.Copies...)
+		if res.Placed() < c.Need {
+			// The room may be free but for the victims' pods still being
+			// deleted beside pods of another priority (draining.go): the
+			// gang is not admitted there yet, but holds the room.
+			s.Discard(res)
+			s.ignoreDraining = true
+			res = s.Place(c.Pods, c.Copies...)
+			s.ignoreDraining = false
+		}
 		if res.Placed() >= c.Need {
 			s.Commit(res)
 		} else {

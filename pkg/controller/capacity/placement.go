@@ -191,6 +191,9 @@ func (p *placer) filter(cs *cycleState, pod *corev1.Pod, i int) string {
 	case !cs.result.AllNodes() && !cs.result.NodeNames.Has(n.Name()):
 		return "not among the nodes its PreFilter plugins allow"
 	}
+	if why := p.s.drainHazard(pod, i); why != "" {
+		return why
+	}
 	st := p.s.filters.fw.RunFilterPlugins(p.ctx, cs.state, pod, p.s.info(i))
 	if st.IsSuccess() {
 		return ""

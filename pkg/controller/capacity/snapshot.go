@@ -31,6 +31,11 @@ type Snapshot struct {
 	// (replay.go).
 	unbound  []holder
 	replayed bool
+	// draining are the nodes, by index, where pods being deleted still
+	// hold room in kube-scheduler's view; ignoreDraining turns off the rule
+	// that guards them (draining.go).
+	draining       map[int]bool
+	ignoreDraining bool
 	// overlay holds the nodes that the placement in progress changed.
 	overlay map[int]*schedfw.NodeInfo
 	// reserved are the Reserve calls of committed placements and replays,

@@ -63,6 +63,11 @@ type Tracker struct {
 	assumedSlots map[string][]Slot
 	// groups are what preemption needs of each group (victims.go).
 	groups map[string]GroupState
+	// drainingOn maps each pod that fast release frees while it is still
+	// bound and being deleted to its node; draining counts them per node
+	// (draining.go).
+	drainingOn map[types.UID]string
+	draining   map[string]int
 }
 
 // holding is one pod that holds a node.
@@ -101,6 +106,8 @@ func NewTracker(fastRelease bool) *Tracker {
 		reserved:     map[string][]Slot{},
 		assumedSlots: map[string][]Slot{},
 		groups:       map[string]GroupState{},
+		drainingOn:   map[types.UID]string{},
+		draining:     map[string]int{},
 	}
 }
 
@@ -159,6 +166,7 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 		t.hold(h.node, h.info)
 		t.unmanaged[p.UID] = h
 	}
+	t.setDraining(p.UID, t.drainingNode(p))
 }
 
 // RemoveUnmanagedPod forgets a pod without the group label.
@@ -169,19 +177,32 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 		t.release(old.node, old.info)
 		delete(t.unmanaged, uid)
 	}
+	t.setDraining(uid, "")
 }
 
 // ReplaceUnmanagedPods replaces every unmanaged holding with those of pods,
 // as a relist does.
 func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 	fresh := make(map[types.UID]holding, len(pods))
+	drains := map[types.UID]string{}
 	for _, p := range pods {
 		if t.holdsCapacity(p) {
 			fresh[p.UID] = holding{node: p.Spec.NodeName, info: holderInfo(p)}
 		}
+		if node := t.drainingNode(p); node != "" {
+			drains[p.UID] = node
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for uid := range t.drainingOn {
+		if _, managed := t.managed[uid]; !managed {
+			t.setDraining(uid, "")
+		}
+	}
+	for uid, node := range drains {
+		t.setDraining(uid, node)
+	}
 	for _, old := range t.unmanaged {
 		t.release(old.node, old.info)
 	}
@@ -232,6 +253,7 @@ func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
 	}
 	set[p.UID] = struct{}{}
 	t.rehold(p.UID, mp)
+	t.setDraining(p.UID, t.drainingNode(p))
 }
 
 // RemoveManagedPod forgets one of Muster's pods.
@@ -246,6 +268,7 @@ func (t *Tracker) dropManaged(uid types.UID) {
 	if !ok {
 		return
 	}
+	t.setDraining(uid, "")
 	if old.holds != "" {
 		t.release(old.holds, old.info)
 	}
@@ -441,6 +464,7 @@ func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
 		infos:   make([]*schedfw.NodeInfo, len(t.order)),
 		index:   t.index,
 	}
+	s.draining = t.drainingNodes()
 	for i, name := range t.order {
 		s.Nodes[i] = t.nodes[name]
 		s.infos[i] = t.infos[name]

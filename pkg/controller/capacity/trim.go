@@ -19,7 +19,8 @@ import (
 //     the like): the volume filters;
 //   - resource claims and their statuses: DynamicResources;
 //   - phase and the resized resources in the statuses;
-//   - priority and creation time, which preemption orders victims by.
+//   - priority and creation time, which preemption orders victims by, and
+//     the preemption policy (draining.go).
 func PlacementPod(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -44,6 +45,7 @@ func PlacementPod(p *corev1.Pod) *corev1.Pod {
 			Volumes:                   StorageVolumes(p.Spec.Volumes),
 			ResourceClaims:            p.Spec.ResourceClaims,
 			Priority:                  p.Spec.Priority,
+			PreemptionPolicy:          p.Spec.PreemptionPolicy,
 		},
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,

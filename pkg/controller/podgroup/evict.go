@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -114,8 +115,9 @@ func disruptionPatch(uid types.UID, why string, now metav1.Time) ([]byte, error)
 // evictedWhilePreempted reports whether a failed pod was deleted, with a
 // DisruptionTarget condition of any reason, while its group was preempted
 // (from Preempted=True until it was admitted again): Muster evicted it,
-// though kube-scheduler wrote the condition last. Before 1.31 the
-// scheduler also preempts victims that are already being deleted, and
+// though kube-scheduler wrote the condition last. Releases without
+// kubernetes#134927 (1.30 here) also preempt victims that are already
+// being deleted, and
 // rewrites their reason to PreemptionByScheduler, when the preemptor's
 // pods, released with fast release, wait for them to go.
 func evictedWhilePreempted(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
@@ -141,21 +143,13 @@ func evictedWhilePreempted(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 
 // disrupted reports whether the pod carries DisruptionTarget=True.
 func disrupted(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // preemptedByMuster reports whether the pod carries DisruptionTarget with
 // reason PreemptionByMuster.
 func preemptedByMuster(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget {
-			return c.Status == corev1.ConditionTrue && c.Reason == scheduling.ReasonPreemptionByMuster
-		}
-	}
-	return false
+	_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == scheduling.ReasonPreemptionByMuster
 }

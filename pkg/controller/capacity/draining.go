@@ -1,0 +1,93 @@
+package capacity
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+)
+
+// With fast release (KEP-6143) a bound pod being deleted holds nothing in
+// the tracker, but kube-scheduler still counts it until it is gone. A pod
+// that Muster places in the room it frees is then unschedulable on its
+// pinned node for a moment, and kube-scheduler's own preemption runs: it
+// may pick as victims the pods of lower priority beside it on that node,
+// one by one, which would evict part of another gang. So on a node with
+// pods being deleted (draining), a pod is placed only if no pod of lower
+// priority holds the node (it would preempt it), and no pod of higher
+// priority waits to bind there (it would preempt this one). Elsewhere, and
+// among pods of one priority, fast release is unchanged.
+
+// drainRefusal is a node's refusal by that rule.
+const drainRefusal = "pods being deleted still hold it for kube-scheduler, beside pods of another priority that kube-scheduler would preempt to make room"
+
+// drainingNode is the node a pod frees by fast release while kube-scheduler
+// still counts it there, or "".
+func (t *Tracker) drainingNode(p *corev1.Pod) string {
+	if !t.fastRelease || p.DeletionTimestamp == nil || p.Spec.NodeName == "" || scheduling.IsTerminal(p) {
+		return ""
+	}
+	return p.Spec.NodeName
+}
+
+// setDraining records that pod uid drains node, or, with "", no node.
+func (t *Tracker) setDraining(uid types.UID, node string) {
+	old, had := t.drainingOn[uid]
+	if had && old == node {
+		return
+	}
+	if had {
+		if t.draining[old]--; t.draining[old] <= 0 {
+			delete(t.draining, old)
+		}
+		delete(t.drainingOn, uid)
+	}
+	if node != "" {
+		node = t.intern(node)
+		t.drainingOn[uid] = node
+		t.draining[node]++
+	}
+}
+
+// drainingNodes is the snapshot's set of draining nodes, by index; it is
+// called with t.mu held and costs O(draining nodes).
+func (t *Tracker) drainingNodes() map[int]bool {
+	if len(t.draining) == 0 {
+		return nil
+	}
+	out := make(map[int]bool, len(t.draining))
+	for node := range t.draining {
+		if i, ok := t.index[node]; ok {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// drainHazard says why pod may not go to node i by the rule above, or "".
+// It reads the node's pods only on a draining node.
+func (s *Snapshot) drainHazard(pod *corev1.Pod, i int) string {
+	if s.ignoreDraining || !s.draining[i] {
+		return ""
+	}
+	prio := corev1helpers.PodPriority(pod)
+	preempts := mayPreemptPods(pod)
+	for _, pi := range s.info(i).GetPods() {
+		q := pi.GetPod()
+		if q.UID == pod.UID {
+			continue
+		}
+		qp := corev1helpers.PodPriority(q)
+		if (preempts && qp < prio) || (q.Spec.NodeName == "" && qp > prio && mayPreemptPods(q)) {
+			return drainRefusal
+		}
+	}
+	return ""
+}
+
+// mayPreemptPods reports whether kube-scheduler would preempt others for p.
+func mayPreemptPods(p *corev1.Pod) bool {
+	pp := p.Spec.PreemptionPolicy
+	return pp == nil || *pp != corev1.PreemptNever
+}
