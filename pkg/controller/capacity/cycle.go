@@ -257,6 +257,11 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 	if p.opts.Victims == nil || c.Need == 0 {
 		return Verdict{Message: msg}, false
 	}
+	// What preemption places only decides or holds room; nothing is
+	// released from here, so the rule that guards releases onto nodes
+	// kube-scheduler still sees full (draining.go) does not apply.
+	s.ignoreDraining = true
+	defer func() { s.ignoreDraining = false }()
 	pool := p.fetch()
 	if going, pods, inFlight := p.recorded(c, pool); inFlight {
 		for _, v := range going {
@@ -264,15 +269,6 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 		}
 		undo := s.evict(going)
 		res := s.Place(c.Pods, c.Copies...)
-		if res.Placed() < c.Need {
-			// The room may be free but for the victims' pods still being
-			// deleted beside pods of another priority (draining.go): the
-			// gang is not admitted there yet, but holds the room.
-			s.Discard(res)
-			s.ignoreDraining = true
-			res = s.Place(c.Pods, c.Copies...)
-			s.ignoreDraining = false
-		}
 		if res.Placed() >= c.Need {
 			s.Commit(res)
 		} else {

@@ -16,8 +16,10 @@ import (
 // one by one, which would evict part of another gang. So on a node with
 // pods being deleted (draining), a pod is placed only if no pod of lower
 // priority holds the node (it would preempt it), and no pod of higher
-// priority waits to bind there (it would preempt this one). Elsewhere, and
-// among pods of one priority, fast release is unchanged.
+// priority waits to bind there (it would preempt this one). The same holds
+// where a recorded preemption's victims were taken off a node in the
+// snapshot (Snapshot.evict) but are not deleted yet. Elsewhere, and among
+// pods of one priority, fast release is unchanged.
 
 // drainRefusal is a node's refusal by that rule.
 const drainRefusal = "pods being deleted still hold it for kube-scheduler, beside pods of another priority that kube-scheduler would preempt to make room"
@@ -68,18 +70,26 @@ func (t *Tracker) drainingNodes() map[int]bool {
 // drainHazard says why pod may not go to node i by the rule above, or "".
 // It reads the node's pods only on a draining node.
 func (s *Snapshot) drainHazard(pod *corev1.Pod, i int) string {
-	if s.ignoreDraining || !s.draining[i] {
+	evicted := s.evicted[i]
+	if s.ignoreDraining || (!s.draining[i] && len(evicted) == 0) {
 		return ""
 	}
 	prio := corev1helpers.PodPriority(pod)
 	preempts := mayPreemptPods(pod)
-	for _, pi := range s.info(i).GetPods() {
-		q := pi.GetPod()
+	hazard := func(q *corev1.Pod) bool {
 		if q.UID == pod.UID {
-			continue
+			return false
 		}
 		qp := corev1helpers.PodPriority(q)
-		if (preempts && qp < prio) || (q.Spec.NodeName == "" && qp > prio && mayPreemptPods(q)) {
+		return (preempts && qp < prio) || (q.Spec.NodeName == "" && qp > prio && mayPreemptPods(q))
+	}
+	for _, pi := range s.info(i).GetPods() {
+		if hazard(pi.GetPod()) {
+			return drainRefusal
+		}
+	}
+	for _, q := range evicted {
+		if hazard(q) {
 			return drainRefusal
 		}
 	}

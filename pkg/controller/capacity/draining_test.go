@@ -27,6 +27,7 @@ func TestDrainingNodes(t *testing.T) {
 		beside   []*corev1.Pod // unmanaged pods bound to a, besides draining
 		held     *corev1.Pod   // a managed pod released and pinned to a, not bound
 		noDrain  bool          // the old pod is not being deleted but gone
+		evict    *corev1.Pod   // a bound victim that a recorded preemption takes off a
 		ignore   bool
 		gang     *corev1.Pod
 		wantNode string
@@ -53,6 +54,12 @@ func TestDrainingNodes(t *testing.T) {
 			beside:  []*corev1.Pod{pod("low", "1", onNode("a"), withPriority(100))},
 			noDrain: true,
 			gang:    pod("g", "3", withPriority(1000)), wantNode: "a"},
+		{name: "a victim taken off the node but not yet deleted counts as draining: refused",
+			noDrain: true, evict: pod("victim", "3", onNode("a"), withPriority(100)),
+			gang: pod("g", "3", withPriority(1000))},
+		{name: "a victim taken off: a pod that kube-scheduler would not preempt it for is placed",
+			noDrain: true, evict: pod("victim", "3", onNode("a"), withPriority(100)),
+			gang: pod("g", "3", withPriority(100)), wantNode: "a"},
 		{name: "a recorded preemption holding its room ignores the rule",
 			beside: []*corev1.Pod{pod("low", "1", onNode("a"), withPriority(100))},
 			ignore: true,
@@ -64,12 +71,18 @@ func TestDrainingNodes(t *testing.T) {
 			if !tc.noDrain {
 				bound = append(bound, draining)
 			}
+			if tc.evict != nil {
+				bound = append(bound, tc.evict)
+			}
 			tr := trackerOf(nodes, bound...)
 			if tc.held != nil {
 				tr.SetManagedPod("ns/held", tc.held, false)
 			}
 			s := tr.Snapshot(defaultFilters())
 			defer s.Close()
+			if tc.evict != nil {
+				s.evict([]*Victim{{Key: "ns/victim", holdings: []held{{node: "a", pod: tc.evict}}}})
+			}
 			s.ignoreDraining = tc.ignore
 			res := s.Place([]*corev1.Pod{tc.gang})
 			defer s.Discard(res)

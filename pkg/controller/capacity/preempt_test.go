@@ -48,7 +48,7 @@ func withPriority(p int32) podOpt { return func(pod *corev1.Pod) { pod.Spec.Prio
 func TestPreemption(t *testing.T) {
 	four := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
 	preemptor := func(key string, prio int32, n int, cpu string) Candidate {
-		return Candidate{Key: key, Priority: prio, Created: t0, Pods: pods(key, n, cpu), Need: n, Preempt: true}
+		return Candidate{Key: key, Priority: prio, Created: t0, Pods: pods(key, n, cpu, withPriority(prio)), Need: n, Preempt: true}
 	}
 	type outcome struct {
 		Admit   bool

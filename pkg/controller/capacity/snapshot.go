@@ -36,6 +36,9 @@ type Snapshot struct {
 	// that guards them (draining.go).
 	draining       map[int]bool
 	ignoreDraining bool
+	// evicted are the pods of victims taken off each node by evict, which
+	// kube-scheduler counts there until they are deleted.
+	evicted map[int][]*corev1.Pod
 	// overlay holds the nodes that the placement in progress changed.
 	overlay map[int]*schedfw.NodeInfo
 	// reserved are the Reserve calls of committed placements and replays,

@@ -160,6 +160,7 @@ func podPriority(p *corev1.Pod) int32 {
 // tracker's NodeInfos are never touched.
 func (s *Snapshot) evict(vs []*Victim) (undo func()) {
 	orig := map[int]*schedfw.NodeInfo{}
+	kept := map[int]int{}
 	logger := klog.Background()
 	for _, v := range vs {
 		for _, h := range v.holdings {
@@ -170,16 +171,25 @@ func (s *Snapshot) evict(vs []*Victim) (undo func()) {
 			if _, saved := orig[i]; !saved {
 				orig[i] = s.infos[i]
 				s.infos[i] = s.infos[i].SnapshotConcrete()
+				kept[i] = len(s.evicted[i])
 			}
 			// A holding the snapshot does not show (the tracker moved on
 			// since it was taken) has nothing to take off.
-			_ = s.infos[i].RemovePod(logger, h.pod)
+			if s.infos[i].RemovePod(logger, h.pod) == nil && h.pod.Spec.NodeName != "" {
+				// kube-scheduler still counts it until it is deleted
+				// (draining.go).
+				if s.evicted == nil {
+					s.evicted = map[int][]*corev1.Pod{}
+				}
+				s.evicted[i] = append(s.evicted[i], h.pod)
+			}
 		}
 	}
 	s.changed()
 	return func() {
 		for i, ni := range orig {
 			s.infos[i] = ni
+			s.evicted[i] = s.evicted[i][:kept[i]]
 		}
 		s.changed()
 	}

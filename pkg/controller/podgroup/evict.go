@@ -73,6 +73,12 @@ func stillReleased(pg *v1alpha1.PodGroup, v *podView) int {
 // that carries that condition.
 func (c *Controller) evictPod(ctx context.Context, p *corev1.Pod, why string) error {
 	pods := c.kube.CoreV1().Pods(p.Namespace)
+	if disrupted(p) && !preemptedByMuster(p) {
+		// Another evictor (kube-scheduler's preemption, a drain) marked
+		// it first and deletes it itself; muster-pod-writes would refuse
+		// Muster's delete of a pod that does not carry its reason.
+		return nil
+	}
 	if !preemptedByMuster(p) {
 		patch, err := disruptionPatch(p.UID, why, metav1.NewTime(c.clock.Now()))
 		if err != nil {

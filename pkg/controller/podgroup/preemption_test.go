@@ -78,6 +78,12 @@ func markedByMuster(p *corev1.Pod) {
 	})
 }
 
+func markedByScheduler(p *corev1.Pod) {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+	})
+}
+
 // TestSyncEvictsPreemptedPods: a preempted group's released pods get
 // DisruptionTarget, then are deleted, each in that order; its gated pods
 // stay, and wait whole.
@@ -85,7 +91,8 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 	pg := newGroup(2, admittedAt(t0.Add(-time.Hour)), scheduledAt(t0.Add(-time.Hour)), markedPreemptedAt(t0))
 	h := newHarness(t, nil, objects(pg,
 		newPod("r0", ungated, onNode("n"), running), newPod("r1", ungated, onNode("n"), running),
-		newPod("marked", ungated, onNode("n"), running, markedByMuster), newPod("new", createdAt(t0)))...)
+		newPod("marked", ungated, onNode("n"), running, markedByMuster), newPod("new", createdAt(t0)),
+		newPod("theirs", ungated, onNode("n"), running, markedByScheduler))...)
 	before, _ := testutil.GetCounterMetricValue(metrics.podsPreempted)
 	h.sync()
 	if after, _ := testutil.GetCounterMetricValue(metrics.podsPreempted); after-before != 3 {
@@ -100,6 +107,9 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 	}
 	if slices.Contains(calls, "patch pods/status marked") || !slices.Contains(calls, "delete pods marked") {
 		t.Errorf("calls %q: a pod marked already is deleted without a second mark", calls)
+	}
+	if slices.Contains(calls, "patch pods/status theirs") || slices.Contains(calls, "delete pods theirs") {
+		t.Errorf("calls %q: a pod kube-scheduler preempts first is left to it", calls)
 	}
 	for _, c := range calls {
 		if strings.HasSuffix(c, " new") && strings.HasPrefix(c, "delete") {
