@@ -149,3 +149,34 @@ func TestTrackerDraining(t *testing.T) {
 		})
 	}
 }
+
+// TestEvictUndo: undoing an eviction puts back what kube-scheduler still
+// counts, whether or not the victim's pods were bound.
+func TestEvictUndo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+	}{
+		{"a bound victim", pod("v", "1", onNode("a"))},
+		{"a victim released and pinned, not bound", pod("v", "1", pinnedTo("a"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := trackerOf([]*corev1.Node{node("a", "4", "8Gi")})
+			tr.SetManagedPod("ns/v", tc.pod, false)
+			s := tr.Snapshot(defaultFilters())
+			defer s.Close()
+			v := &Victim{Key: "ns/v", holdings: []held{{node: "a", pod: tc.pod}}}
+			undo := s.evict([]*Victim{v})
+			if got, want := len(s.evicted[0]), map[bool]int{true: 1, false: 0}[tc.pod.Spec.NodeName != ""]; got != want {
+				t.Errorf("evicted %d pods kube-scheduler still counts, want %d", got, want)
+			}
+			undo()
+			if len(s.evicted) != 0 {
+				t.Errorf("after undo, evicted = %v", s.evicted)
+			}
+			if got := s.infos[0].Requested.MilliCPU; got != 1000 {
+				t.Errorf("after undo node a holds %dm, want 1000m", got)
+			}
+		})
+	}
+}

@@ -189,7 +189,11 @@ func (s *Snapshot) evict(vs []*Victim) (undo func()) {
 	return func() {
 		for i, ni := range orig {
 			s.infos[i] = ni
-			s.evicted[i] = s.evicted[i][:kept[i]]
+			if k := kept[i]; k > 0 {
+				s.evicted[i] = s.evicted[i][:k]
+			} else {
+				delete(s.evicted, i) // a nil map too
+			}
 		}
 		s.changed()
 	}
