@@ -31,9 +31,10 @@ import (
 //     Muster's group and managed labels (it is never gated nor counted),
 //     plus CapacityRequestLabel.
 //   - It has the lowest priority (CapacityRequestPriorityClass, which also
-//     says preemptionPolicy Never), a pause container, no service account
-//     token, no volumes, a grace period of 0, and the autoscalers'
-//     do-not-disrupt annotations.
+//     says preemptionPolicy Never), a pause container that meets the
+//     "restricted" Pod Security Standard, no service account token, no
+//     volumes, a grace period of 0, and the autoscalers' do-not-disrupt
+//     annotations.
 //
 // Not carried over: volumes (their topology), DRA claims and host
 // networking. A gang that needs them may be given nodes that do not suit
@@ -78,7 +79,19 @@ func CapacityRequestTemplate(p *corev1.Pod, group, image string) corev1.PodTempl
 				Image:     image,
 				Resources: resources,
 				Ports:     ports,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
 			}},
+			// The "restricted" Pod Security Standard, so that a namespace
+			// that enforces it admits the pod.
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](65535),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
 			NodeSelector:                  maps.Clone(p.Spec.NodeSelector),
 			Affinity:                      p.Spec.Affinity.DeepCopy(),
 			Tolerations:                   append([]corev1.Toleration(nil), p.Spec.Tolerations...),
