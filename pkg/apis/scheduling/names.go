@@ -145,4 +145,8 @@ const (
 	// waiting gang gets where autoscaling.x-k8s.io/v1 is served:
 	// cluster-autoscaler's all-or-nothing scale-up.
 	ProvisioningRequestClass = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+	// CapacityRequestHashAnnotation, on what a request creates, names the
+	// demand it was made for (autoscaling.Demand.Hash): a gang whose pods
+	// changed asks anew.
+	CapacityRequestHashAnnotation = "scheduling.muster.dev/capacity-request-hash"
 )
