@@ -43,9 +43,11 @@ func celCapacityRequest(root string) string {
 //     preempts real work;
 //   - one container, the pause image, with no command, arguments or
 //     environment, no init or ephemeral containers;
-//   - nothing to reach with: no volumes, no service account token, no host
-//     network, PID or IPC namespace, no privileged container or added
-//     capability.
+//   - nothing to reach with: no volumes or resource claims, no service
+//     account token, no host network, PID or IPC namespace, no privileged
+//     container or added capability;
+//   - no node name: kube-scheduler places it, or finds it unschedulable,
+//     which is what an autoscaler reads.
 //
 // Anything else is denied, each rule naming its field. The scheduling
 // constraints, requests and host ports, which are the gang's, are left free.
@@ -88,9 +90,14 @@ func CreatesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		validations = append(validations, confinedCreate(fmt.Sprintf("variables.containers.all(c, %s)", celEmpty("c", f)),
 			"spec.containers[0]."+f, "its container may not set this field: the image's own entrypoint runs, and does nothing"))
 	}
-	for _, f := range []string{"spec.initContainers", "spec.ephemeralContainers", "spec.volumes"} {
-		validations = append(validations, confinedCreate(celEmpty("object", f), f, "it may not have this field: a capacity-request pod runs nothing but its pause container, and mounts nothing"))
+	for _, f := range []string{"spec.initContainers", "spec.ephemeralContainers", "spec.volumes", "spec.resourceClaims"} {
+		validations = append(validations, confinedCreate(celEmpty("object", f), f,
+			"it may not have this field: a capacity-request pod runs nothing but its pause container, and mounts or claims nothing"))
 	}
+	// A pod bound at creation skips kube-scheduler, and with it the taints
+	// and the autoscaler's view of unschedulable pods.
+	validations = append(validations, confinedCreate("!has(object.spec.nodeName) || object.spec.nodeName == ''", "spec.nodeName",
+		"it must be unset: kube-scheduler places a capacity-request pod, or finds it unschedulable for the autoscaler"))
 	validations = append(validations,
 		confinedCreate("has(object.spec.automountServiceAccountToken) && !object.spec.automountServiceAccountToken",
 			"spec.automountServiceAccountToken", "it must be false: a capacity-request pod holds no credentials"))

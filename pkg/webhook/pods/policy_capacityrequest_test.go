@@ -116,6 +116,10 @@ func TestCreatesPolicy(t *testing.T) {
 		{"a volume is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) {
 			s.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		})), []string{"spec.volumes"}},
+		{"a resource claim is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) {
+			s.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("someone-elses-gpu")}}
+		})), []string{"spec.resourceClaims"}},
+		{"a node name is denied", capacityRequest(onNode("node-0")), []string{"spec.nodeName"}},
 		{"a service account token is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = ptr.To(true) })),
 			[]string{"spec.automountServiceAccountToken"}},
 		{"an unset automountServiceAccountToken is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = nil })),
