@@ -59,12 +59,15 @@ func TestProvisioningRequest(t *testing.T) {
 		pr := e.waitRequest(t, ctx, ns, "train")
 		e.expectRequest(t, ctx, pr, "train", 4, "40")
 		e.waitReason(t, ctx, ns, "train", scheduling.ReasonWaitingForNodes, "(ProvisioningRequest)")
+		// Once the informer shows it, the message names the request.
+		e.waitReason(t, ctx, ns, "train", scheduling.ReasonWaitingForNodes, "with ProvisioningRequest "+ns+"/"+pr.GetName()+": 0 of 4 have room")
 		e.expectGated(t, ctx, ns, "train")
 
 		// Provisioned before the nodes are up: the group is told, and still
 		// waits for room it can place the gang in.
 		e.setCondition(t, ctx, ns, pr.GetName(), "Provisioned", "Provisioned", "capacity is available")
 		e.waitEvent(t, ctx, ns, "train", scheduling.EventCapacityProvisioned, "ProvisioningRequest "+ns+"/"+pr.GetName())
+		e.waitReason(t, ctx, ns, "train", scheduling.ReasonWaitingForNodes, "with ProvisioningRequest "+ns+"/"+pr.GetName()+": 4 of 4 have room")
 		e.expectGated(t, ctx, ns, "train")
 
 		added, err := c.AddNodes(ctx, cluster.NodeSpec{Prefix: "provisioned", Count: 4, CPU: "48", Memory: "64Gi"})
