@@ -48,7 +48,9 @@ func NewPods(kube kubernetes.Interface, concurrency int) Requester {
 		if err != nil {
 			return nil, err
 		}
-		if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" {
+		// Only what a PodGroup controls: a pod someone else labelled is
+		// none of Muster's business, and is never deleted.
+		if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" && ownerUID(m.GetOwnerReferences()) != "" {
 			return []string{m.GetNamespace() + "/" + g}, nil
 		}
 		return nil, nil

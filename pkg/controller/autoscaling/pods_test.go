@@ -116,4 +116,21 @@ func TestPodRequester(t *testing.T) {
 	if err := r.Withdraw(ctx, "ns/g"); err != nil {
 		t.Errorf("withdrawing nothing: %v", err)
 	}
+
+	// A pod someone else labelled, which no PodGroup controls, is none of
+	// the requester's: not counted, and never deleted.
+	theirs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "theirs", Labels: map[string]string{scheduling.CapacityRequestLabel: "g"}}}
+	if _, err := kube.CoreV1().Pods("ns").Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Request(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitState("made again beside it", func(st State, ok bool) bool { return ok && st.Requested == 3 })
+	if err := r.Withdraw(ctx, "ns/g"); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); len(got) != 1 || got[0].Name != "theirs" {
+		t.Errorf("after Withdraw: %d pods left, want only theirs", len(got))
+	}
 }

@@ -16,10 +16,19 @@ import (
 // preemption: they go when their gang is placed or their request is
 // withdrawn.
 
-// requestKey is the group whose room p asks for, or "".
+// requestKey is the group whose room p asks for, or "". A pod is taken
+// for a capacity request only as Muster makes them: of the lowest class,
+// and controlled by a PodGroup. Else a tenant could label its own pods to
+// spare them from preemption.
 func requestKey(p *corev1.Pod) string {
-	if g := p.Labels[scheduling.CapacityRequestLabel]; g != "" {
-		return p.Namespace + "/" + g
+	g := p.Labels[scheduling.CapacityRequestLabel]
+	if g == "" || p.Spec.PriorityClassName != scheduling.CapacityRequestPriorityClass {
+		return ""
+	}
+	for _, r := range p.OwnerReferences {
+		if r.Kind == "PodGroup" && r.Controller != nil && *r.Controller {
+			return p.Namespace + "/" + g
+		}
 	}
 	return ""
 }

@@ -5,12 +5,24 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
-// requestFor makes a bound capacity-request pod of group key ("ns/name").
+// requestFor makes a capacity-request pod of group, as Muster makes them.
 func requestFor(group string) podOpt {
+	return func(p *corev1.Pod) {
+		labelledFor(group)(p)
+		p.Spec.PriorityClassName = scheduling.CapacityRequestPriorityClass
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "scheduling.muster.dev/v1alpha1", Kind: "PodGroup", Name: group, UID: "uid-" + types.UID(group), Controller: ptr.To(true)}}
+	}
+}
+
+// labelledFor only labels a pod as a request of group, as anyone may.
+func labelledFor(group string) podOpt {
 	return func(p *corev1.Pod) {
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
@@ -133,6 +145,8 @@ func TestTrackerRequests(t *testing.T) {
 		{name: "a deleted request is forgotten", pods: []*corev1.Pod{pod("r0", "1", onNode("a"), requestFor("g"))}, remove: []string{"r0"}, wantNil: true},
 		{name: "a relist keeps them", pods: []*corev1.Pod{pod("r0", "1", onNode("a"), requestFor("g")), pod("x", "1", onNode("a"))}, replace: true, wantHeld: 1, wantVicts: 1},
 		{name: "requests are never victims, other pods are", pods: []*corev1.Pod{pod("r0", "1", onNode("a"), requestFor("g")), pod("x", "1", onNode("a"))}, wantHeld: 1, wantVicts: 1},
+		{name: "a pod only labelled as a request is not one: it is a victim like any", pods: []*corev1.Pod{pod("fake", "1", onNode("a"), labelledFor("g"))}, wantNil: true, wantVicts: 1},
+		{name: "nor is one of another class", pods: []*corev1.Pod{pod("fake", "1", onNode("a"), requestFor("g"), func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" })}, wantNil: true, wantVicts: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
