@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -33,6 +34,12 @@ type podRequester struct {
 	concurrency int
 	informer    cache.SharedIndexInformer
 	factory     informers.SharedInformerFactory
+
+	mu sync.Mutex
+	// made are the pods this requester created, by group key, until it
+	// deletes them: Withdraw deletes them too, though the informer may not
+	// show them yet.
+	made map[string]map[string]*corev1.Pod
 }
 
 // NewPods returns the Requester of capacity-request pods; concurrency bounds
@@ -55,7 +62,7 @@ func NewPods(kube kubernetes.Interface, concurrency int) Requester {
 		}
 		return nil, nil
 	}})
-	return &podRequester{kube: kube, concurrency: max(concurrency, 1), informer: inf, factory: factory}
+	return &podRequester{kube: kube, concurrency: max(concurrency, 1), informer: inf, factory: factory, made: map[string]map[string]*corev1.Pod{}}
 }
 
 func (r *podRequester) Kind() string { return KindPods }
@@ -118,18 +125,43 @@ func (r *podRequester) Request(ctx context.Context, d Demand) error {
 			want = append(want, requestPod(d, set.Template, name))
 		}
 	}
-	errs := r.deleteAll(ctx, stale)
+	errs := r.deleteAll(ctx, d.Key(), stale)
 	errs = append(errs, r.parallel(ctx, len(want), func(ctx context.Context, i int) error {
-		_, err := r.kube.CoreV1().Pods(d.Namespace).Create(ctx, want[i], metav1.CreateOptions{})
+		made, err := r.kube.CoreV1().Pods(d.Namespace).Create(ctx, want[i], metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("creating capacity-request pod %s/%s: %w", d.Namespace, want[i].Name, err)
 		}
+		r.remember(d.Key(), made)
 		return nil
 	})...)
 	return errors.Join(errs...)
+}
+
+// remember records a pod this requester made, until it is deleted.
+func (r *podRequester) remember(key string, p *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.made[key]
+	if m == nil {
+		m = map[string]*corev1.Pod{}
+		r.made[key] = m
+	}
+	m[p.Name] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
+}
+
+// forgetMade drops a pod from made once it is deleted.
+func (r *podRequester) forgetMade(key string, p *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.made[key]; m != nil {
+		delete(m, p.Name)
+		if len(m) == 0 {
+			delete(r.made, key)
+		}
+	}
 }
 
 // requestPod is a capacity-request pod of template, owned by d's group.
@@ -146,13 +178,21 @@ func requestPod(d Demand, template corev1.PodTemplateSpec, name string) *corev1.
 }
 
 func (r *podRequester) Withdraw(ctx context.Context, key string) error {
-	return errors.Join(r.deleteAll(ctx, r.pods(key))...)
+	pods := r.pods(key)
+	r.mu.Lock()
+	for name, p := range r.made[key] {
+		if !slices.ContainsFunc(pods, func(q *corev1.Pod) bool { return q.Name == name }) {
+			pods = append(pods, p)
+		}
+	}
+	r.mu.Unlock()
+	return errors.Join(r.deleteAll(ctx, key, pods)...)
 }
 
-// deleteAll deletes pods at once (a grace period of 0: a pause container
+// deleteAll deletes pods of group key at once (a grace period of 0: a pause container
 // has nothing to stop, and the room is free the moment the call returns),
 // each with a UID precondition.
-func (r *podRequester) deleteAll(ctx context.Context, pods []*corev1.Pod) []error {
+func (r *podRequester) deleteAll(ctx context.Context, key string, pods []*corev1.Pod) []error {
 	return r.parallel(ctx, len(pods), func(ctx context.Context, i int) error {
 		p := pods[i]
 		err := r.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
@@ -162,6 +202,7 @@ func (r *podRequester) deleteAll(ctx context.Context, pods []*corev1.Pod) []erro
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting capacity-request pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		r.forgetMade(key, p)
 		return nil
 	})
 }

@@ -134,3 +134,25 @@ func TestPodRequester(t *testing.T) {
 		t.Errorf("after Withdraw: %d pods left, want only theirs", len(got))
 	}
 }
+
+// TestPodRequesterWithdrawsWhatItMade checks that Withdraw deletes the
+// pods this requester created though its informer does not show them yet:
+// the withdrawal before a gang's release must leave none behind.
+func TestPodRequesterWithdrawsWhatItMade(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	r := NewPods(kube, 4) // not started: the informer shows nothing
+	if err := r.Request(ctx, demandOf(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Withdraw(ctx, "ns/g"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 0 {
+		t.Errorf("%d pods left after Withdraw, want 0", len(l.Items))
+	}
+}

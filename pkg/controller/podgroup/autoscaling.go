@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,26 @@ type autoscaler struct {
 	failed map[string]string
 	// provisioned marks the requests announced as provisioned (an event).
 	provisioned map[string]string
+	// busy serializes, per group, a worker's request and the withdrawal
+	// before release, so that no create lands after it.
+	busy keyedMutex
+}
+
+// keyedMutex is a mutex per key.
+type keyedMutex struct{ m sync.Map }
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	mu, _ := k.m.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// forget drops key's mutex unless it is held.
+func (k *keyedMutex) forget(key string) {
+	if mu, ok := k.m.Load(key); ok && mu.(*sync.Mutex).TryLock() {
+		k.m.Delete(key)
+		mu.(*sync.Mutex).Unlock()
+	}
 }
 
 type groupDemand struct {
@@ -117,6 +138,9 @@ func (s *autoscaler) start(ctx context.Context, wg *sync.WaitGroup) cache.Inform
 // pods and the pods of its createdLater roles, built again only when they
 // change. Called from the group's sync.
 func (s *autoscaler) offer(key string, pg *v1alpha1.PodGroup, pods []*corev1.Pod, copies []capacity.Copies) {
+	// The index lists a group's pods in no fixed order: sorted, the same
+	// pods make the same demand, and the same hash.
+	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	uids := make([]types.UID, len(pods))
 	for i, p := range pods {
 		uids[i] = p.UID
@@ -153,6 +177,7 @@ func (s *autoscaler) forget(key string) {
 	delete(s.backoff, key)
 	delete(s.failed, key)
 	delete(s.provisioned, key)
+	s.busy.forget(key)
 }
 
 // plan is the admission cycle's last step: it decides which waiting gangs
@@ -314,6 +339,7 @@ func (s *autoscaler) next(ctx context.Context) bool {
 }
 
 func (s *autoscaler) sync(ctx context.Context, key string) error {
+	defer s.busy.lock(key)()
 	s.mu.Lock()
 	d, wanted := s.want[key]
 	s.mu.Unlock()
@@ -357,9 +383,9 @@ func (s *autoscaler) beforeRelease(ctx context.Context, key string) error {
 	delete(s.want, key)
 	delete(s.demands, key)
 	s.mu.Unlock()
-	if _, ok := s.req.State(key); !ok {
-		return nil
-	}
+	// A worker making the request now finishes first; none starts again,
+	// since it is no longer wanted.
+	defer s.busy.lock(key)()
 	return s.req.Withdraw(ctx, key)
 }
 

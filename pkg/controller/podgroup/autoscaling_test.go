@@ -347,3 +347,24 @@ func TestAutoscalerSync(t *testing.T) {
 		t.Errorf("message\n got %q\nwant %q", v[0].Message, want)
 	}
 }
+
+// TestAutoscalerDemandIgnoresPodOrder checks that a gang's demand, and so
+// its request, is the same whatever order its pods come in (the index has
+// none): else each sync would ask anew.
+func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
+	s := newAutoscaler(&fakeRequester{states: map[string]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {})
+	defer s.work.ShutDown()
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+	pods := gpuPods("a", 4)
+	// Pods of different shapes, as an Indexed Job's are (a label each).
+	for i, p := range pods {
+		p.Labels["index"] = fmt.Sprint(i)
+	}
+	s.offer("ns/a", pg, pods, nil)
+	first := s.demands["ns/a"].demand.Hash
+	reversed := []*corev1.Pod{pods[3], pods[1], pods[2], pods[0]}
+	s.offer("ns/a", pg, reversed, nil)
+	if got := s.demands["ns/a"].demand.Hash; got != first {
+		t.Errorf("the same pods in another order make another demand: %s, then %s", first, got)
+	}
+}
