@@ -110,19 +110,28 @@ func CapacityRequestTemplate(p *corev1.Pod, group, image string) corev1.PodTempl
 // PodSets groups the capacity-request pods of a gang's pods by identical
 // template, in the order their first pod comes, and returns them with
 // their hash.
+// A pod given more than once (the template of a role's pods not yet
+// created) is built once.
 func PodSets(pods []*corev1.Pod, group, image string) ([]PodSet, string) {
 	var sets []PodSet
+	seen := map[*corev1.Pod]int{}
 	for _, p := range pods {
+		if i, ok := seen[p]; ok {
+			sets[i].Count++
+			continue
+		}
 		t := CapacityRequestTemplate(p, group, image)
 		found := false
 		for i := range sets {
 			if equality.Semantic.DeepEqual(sets[i].Template, t) {
 				sets[i].Count++
+				seen[p] = i
 				found = true
 				break
 			}
 		}
 		if !found {
+			seen[p] = len(sets)
 			sets = append(sets, PodSet{Template: t, Count: 1})
 		}
 	}
