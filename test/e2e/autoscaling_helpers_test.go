@@ -185,12 +185,10 @@ type autoscaleRecord struct {
 	released map[string]int
 	pins     map[string]string // the pin the pod carried when it was released
 	bound    map[string]string
-	// Capacity-request pods (CapacityRequestLabel), by name.
-	requests        map[string]*corev1.Pod // as first seen
-	requestCreated  map[string]int
-	requestBound    map[string]string
-	requestDeleted  map[string]int
-	requestDeleteAt map[string]time.Time
+	// Capacity-request pods (CapacityRequestLabel), by UID.
+	requests       map[string]*corev1.Pod // as first seen
+	requestBound   map[string]string
+	requestDeleted map[string]int
 	// admitted lists each group's distinct Admitted conditions in order.
 	admitted map[string][]metav1.Condition
 }
@@ -201,8 +199,8 @@ func watchAutoscaling(t *testing.T, ctx context.Context, ns string) *autoscaleRe
 	t.Helper()
 	r := &autoscaleRecord{
 		created: map[string]int{}, released: map[string]int{}, pins: map[string]string{}, bound: map[string]string{},
-		requests: map[string]*corev1.Pod{}, requestCreated: map[string]int{}, requestBound: map[string]string{},
-		requestDeleted: map[string]int{}, requestDeleteAt: map[string]time.Time{}, admitted: map[string][]metav1.Condition{},
+		requests: map[string]*corev1.Pod{}, requestBound: map[string]string{}, requestDeleted: map[string]int{},
+		admitted: map[string][]metav1.Condition{},
 	}
 	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -260,16 +258,16 @@ func (r *autoscaleRecord) observePod(typ watch.EventType, p *corev1.Pod) {
 	defer r.mu.Unlock()
 	r.seq++
 	if _, ok := p.Labels[scheduling.CapacityRequestLabel]; ok {
-		if _, seen := r.requests[p.Name]; !seen {
-			r.requests[p.Name] = p.DeepCopy()
-			r.requestCreated[p.Name] = r.seq
+		// By UID: a request made again has the same pod names.
+		uid := string(p.UID)
+		if _, seen := r.requests[uid]; !seen {
+			r.requests[uid] = p.DeepCopy()
 		}
 		if p.Spec.NodeName != "" {
-			r.requestBound[p.Name] = p.Spec.NodeName
+			r.requestBound[uid] = p.Spec.NodeName
 		}
-		if _, seen := r.requestDeleted[p.Name]; !seen && (typ == watch.Deleted || p.DeletionTimestamp != nil) {
-			r.requestDeleted[p.Name] = r.seq
-			r.requestDeleteAt[p.Name] = time.Now()
+		if _, seen := r.requestDeleted[uid]; !seen && (typ == watch.Deleted || p.DeletionTimestamp != nil) {
+			r.requestDeleted[uid] = r.seq
 		}
 		return
 	}
@@ -313,22 +311,23 @@ func groupOf(p *corev1.Pod) string { return p.Labels[scheduling.CapacityRequestL
 func (r *autoscaleRecord) requestsOf(group string) (created, bound, deleted int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for name, p := range r.requests {
+	for uid, p := range r.requests {
 		if groupOf(p) != group {
 			continue
 		}
 		created++
-		if r.requestBound[name] != "" {
+		if r.requestBound[uid] != "" {
 			bound++
 		}
-		if _, ok := r.requestDeleted[name]; ok {
+		if _, ok := r.requestDeleted[uid]; ok {
 			deleted++
 		}
 	}
 	return created, bound, deleted
 }
 
-// firstRequests returns group's capacity-request pods as first seen.
+// firstRequests returns group's capacity-request pods as first seen, those
+// of a request made again too.
 func (r *autoscaleRecord) firstRequests(group string) []*corev1.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -338,7 +337,10 @@ func (r *autoscaleRecord) firstRequests(group string) []*corev1.Pod {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) ||
+			out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) && out[i].Name < out[j].Name
+	})
 	return out
 }
 
@@ -468,5 +470,42 @@ func expectNoneFor(t *testing.T, ctx context.Context, d time.Duration, what stri
 	})
 	if ctx.Err() != nil {
 		t.Fatalf("the test ran out of time while checking %s: %v", what, err)
+	}
+}
+
+// expectEvents checks that the object named name has an Event of each
+// reason, waiting a little for the recorder, which writes them
+// asynchronously, and names the reasons it found if one is missing.
+func expectEvents(t *testing.T, ctx context.Context, ns, name string, reasons ...string) {
+	t.Helper()
+	var have map[string]bool
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, nil
+		}
+		have = map[string]bool{}
+		for _, e := range events.Items {
+			have[e.Reason] = true
+		}
+		for _, r := range reasons {
+			if !have[r] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		var missing, found []string
+		for _, r := range reasons {
+			if !have[r] {
+				missing = append(missing, r)
+			}
+		}
+		for r := range have {
+			found = append(found, r)
+		}
+		sort.Strings(found)
+		t.Errorf("%s has no Event of reason %v; it has %v", name, missing, found)
 	}
 }

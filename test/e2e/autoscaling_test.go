@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,11 +79,10 @@ func TestAutoscalingScaleFromZero(t *testing.T) {
 	waiting, ok := rec.sawAdmitted("train", scheduling.ReasonWaitingForNodes)
 	if !ok {
 		t.Errorf("the group never said %s while Karpenter provisioned: %s", scheduling.ReasonWaitingForNodes, rec.describeAdmitted("train"))
-	} else if !strings.Contains(waiting.Message, "of 8") || !strings.Contains(waiting.Message, "have a node") {
-		t.Errorf("%s message %q does not say how much of the request has a node", scheduling.ReasonWaitingForNodes, waiting.Message)
+	} else if !regexp.MustCompile(`ask(ing|ed) the autoscaler for room for 8 pods`).MatchString(waiting.Message) {
+		t.Errorf("%s message %q does not say what Muster asked for", scheduling.ReasonWaitingForNodes, waiting.Message)
 	}
-	expectEvent(t, ctx, ns, "train", scheduling.EventCapacityRequested)
-	expectEvent(t, ctx, ns, "train", scheduling.EventCapacityProvisioned)
+	expectEvents(t, ctx, ns, "train", scheduling.EventCapacityRequested, scheduling.EventCapacityProvisioned, scheduling.EventAdmitted)
 	if n, err := nodeClaims(ctx); err != nil || n != 8 {
 		t.Errorf("Karpenter has %d NodeClaims (%v), want 8", n, err)
 	}
@@ -131,14 +131,20 @@ func TestAutoscalingAllOrNothing(t *testing.T) {
 	if nodes, err := poolNodeNames(ctx, "gpu"); err != nil || len(nodes) != 6 {
 		t.Errorf("NodePool gpu has nodes %v (%v), want 6 within its limits", nodes, err)
 	}
-	waitFor(t, ctx, "the group to say that 6 of 8 capacity-request pods have a node", func(ctx context.Context) (bool, error) {
+	// The group says so before the request times out.
+	said := false
+	waitFor(t, ctx, "the group to say that 6 of 8 capacity-request pods have room, or the request to be withdrawn", func(ctx context.Context) (bool, error) {
 		pg, err := getGroup(ctx, ns, "train")
 		if err != nil {
 			return false, nil
 		}
 		c := admittedCondition(pg)
-		return c.Reason == scheduling.ReasonWaitingForNodes && strings.Contains(c.Message, "6 of 8"), nil
+		said = c.Reason == scheduling.ReasonWaitingForNodes && strings.Contains(c.Message, "6 of 8 have room")
+		return said || c.Reason == scheduling.ReasonNodesNotProvisioned, nil
 	})
+	if !said {
+		t.Errorf("the group never said that 6 of 8 capacity-request pods have room while they did: %s", rec.describeAdmitted("train"))
+	}
 
 	waitFor(t, ctx, "the capacity-request pods to be withdrawn", func(ctx context.Context) (bool, error) {
 		if bad := noRelease(ctx); bad != "" {
@@ -153,10 +159,10 @@ func TestAutoscalingAllOrNothing(t *testing.T) {
 		t.Errorf("the capacity-request pods were withdrawn %v after they were created, before --capacity-request-timeout=%v", took, timeout)
 	}
 	pg := waitAdmitted(t, ctx, ns, "train", metav1.ConditionFalse, scheduling.ReasonNodesNotProvisioned)
-	if msg := admittedCondition(pg).Message; !strings.Contains(msg, "6 of 8") {
+	if msg := admittedCondition(pg).Message; !strings.Contains(msg, "room for 6 of the 8 pods") {
 		t.Errorf("%s message %q does not say that 6 of 8 got room", scheduling.ReasonNodesNotProvisioned, msg)
 	}
-	expectEvent(t, ctx, ns, "train", scheduling.EventCapacityRequestWithdrawn)
+	expectEvents(t, ctx, ns, "train", scheduling.EventCapacityRequested, scheduling.EventCapacityRequestWithdrawn)
 
 	// Karpenter consolidates the empty nodes 30-38s after they emptied,
 	// before the group's backoff of 1m ends.
