@@ -185,6 +185,9 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 		if v.Admit {
 			if st, ok := s.req.State(v.Key); ok {
 				metrics.capacityRequestAdmission.Observe(now.Sub(st.Since).Seconds())
+				if st.Provisioned > 0 {
+					s.announceProvisioned(v.Key, gd.demand, st)
+				}
 			}
 			delete(s.backoff, v.Key)
 			continue
@@ -218,10 +221,8 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 				s.withdraw(v, d, st, refused, now)
 				continue
 			}
-			if st.Provisioned >= d.Pods() && s.provisioned[v.Key] != d.Hash {
-				s.provisioned[v.Key] = d.Hash
-				s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityProvisioned,
-					"the autoscaler provided room for all %d pods asked for with %s", d.Pods(), st.Name)
+			if st.Provisioned >= d.Pods() {
+				s.announceProvisioned(v.Key, d, st)
 			}
 			v.Reason = scheduling.ReasonWaitingForNodes
 			v.Message = truncate(fmt.Sprintf("asked the autoscaler for room for %d pods at %s with %s: %d of %d have room; withdrawn at %s unless all do (--capacity-request-timeout); now: %s",
@@ -258,6 +259,19 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 	}
 	s.want = want
 	metrics.capacityRequestPods.Set(float64(asked))
+}
+
+// announceProvisioned records, once per request, that the autoscaler
+// provided the room: all of it exists, or the gang fits now. Called with
+// s.mu held.
+func (s *autoscaler) announceProvisioned(key string, d autoscaling.Demand, st autoscaling.State) {
+	if s.provisioned[key] == st.Hash {
+		return
+	}
+	s.provisioned[key] = st.Hash
+	s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityProvisioned,
+		"the autoscaler provided room for the gang, asked for with %s at %s: %d of the %d pods asked for have it",
+		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)
 }
 
 // withdraw ends a request that timed out or was refused: the verdict says
