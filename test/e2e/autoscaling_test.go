@@ -257,11 +257,11 @@ func TestAutoscalingStrictFIFONoSpuriousScaleUp(t *testing.T) {
 	t.Logf("head: %s; behind: %s", rec.describeAdmitted("head"), rec.describeAdmitted("behind"))
 }
 
-// TestAutoscalingMixedNodes: a Job gang of 8 pods of 15 CPU on 2 static
-// nodes of 32 CPU, which hold 4 of them. Muster asks for the whole gang;
-// kube-scheduler puts 4 capacity-request pods on the static nodes, and
-// Karpenter launches nodes for the other 4. The gang then runs whole across
-// the old nodes and the new.
+// TestAutoscalingMixedNodes: an Indexed Job gang of 8 pods of 15 CPU on 2
+// static nodes of 32 CPU, which hold 4 of them. Muster asks for the whole
+// gang, once; kube-scheduler puts 4 capacity-request pods on the static
+// nodes, and Karpenter launches nodes for the other 4. The gang then runs
+// whole across the old nodes and the new.
 func TestAutoscalingMixedNodes(t *testing.T) {
 	autoscaledCluster(t, nil, func(o *cluster.Options) { o.Nodes = 2 })
 	ctx := testContext(t, 5*time.Minute)
@@ -270,7 +270,10 @@ func TestAutoscalingMixedNodes(t *testing.T) {
 	rec := watchAutoscaling(t, ctx, ns)
 	w := watchPlacement(t, ctx, ns)
 
-	createJob(t, ctx, newGangJob(ns, "mixed", jobOpts{pods: 8, cpu: "15"}))
+	// Indexed: each pod carries its own completion-index label, so each
+	// capacity-request pod has a shape of its own, and the request must not
+	// change with the order in which Muster happens to list the pods.
+	createJob(t, ctx, newGangJob(ns, "mixed", jobOpts{pods: 8, cpu: "15", indexed: true}))
 	waitFor(t, ctx, "8 capacity-request pods of mixed", func(ctx context.Context) (bool, error) {
 		created, _, _ := rec.requestsOf("mixed")
 		return created >= 8, nil
@@ -297,7 +300,7 @@ func TestAutoscalingMixedNodes(t *testing.T) {
 	waitRequestsGone(t, ctx, ns, "mixed")
 	rec.expectReleasedWhole(t, 8)
 	if created, _, deleted := rec.requestsOf("mixed"); created != 8 || deleted != 8 {
-		t.Errorf("Muster created %d capacity-request pods and deleted %d, want 8 of each", created, deleted)
+		t.Errorf("Muster created %d capacity-request pods and deleted %d, want 8 of each: the request was made again for the same gang", created, deleted)
 	}
 	waitAdmitted(t, ctx, ns, "mixed", metav1.ConditionTrue, scheduling.ReasonGangFits)
 	t.Logf("Admitted: %s", rec.describeAdmitted("mixed"))
