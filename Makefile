@@ -54,6 +54,7 @@ E2E_OLDEST_TESTS := \
 	TestPolicyMusterWritesConfined \
 	TestPolicyMusterConfinedToManagedPods \
 	TestPolicyMusterPreemptionWrites \
+	TestPolicyMusterCapacityRequestPods \
 	TestPolicyConfinementFollowsTheRole \
 	TestPolicyMusterQuotaWritesConfined \
 	TestPolicyFinalizerNotPutBack \

@@ -16,9 +16,13 @@
 #  3. Every pod that still carries the gate or the finalizer loses both, in
 #     one patch each. A gated pod is then scheduled like any other pod, with
 #     no gang guarantee: delete the pods of gangs you do not want to run
-#     before running this script.
-#  4. Everything else in the install (RBAC, the namespace with its etcd and
-#     every PodGroup and Workload stored there) is deleted.
+#     before running this script. The capacity-request pods Muster created
+#     for autoscalers (label scheduling.muster.dev/capacity-request) are
+#     deleted: their owner, a PodGroup, is about to go with the API that
+#     serves it, so the garbage collector would never remove them.
+#  4. Everything else in the install (RBAC, the PriorityClass of
+#     capacity-request pods, the namespace with its etcd and every PodGroup
+#     and Workload stored there) is deleted.
 set -euo pipefail
 
 KUBECTL="${KUBECTL:-kubectl}"
@@ -27,6 +31,7 @@ NAMESPACE=muster-system
 GATE=scheduling.muster.dev/admission
 FINALIZER=scheduling.muster.dev/tracking
 LABEL=scheduling.muster.dev/pod-group
+CAPACITY_REQUEST=scheduling.muster.dev/capacity-request
 
 served() {
   "${KUBECTL}" api-resources -o name | grep -qx "$1"
@@ -70,6 +75,7 @@ while read -r ns name; do
   fi # else the pod is gone already.
 done < <("${KUBECTL}" get pods -A -l "${LABEL}" -o go-template="${held}")
 echo "   released ${released} pods"
+"${KUBECTL}" delete pods -A -l "${CAPACITY_REQUEST}" --ignore-not-found --wait=false
 
 echo "4. deleting the rest of the install"
 "${KUBECTL}" delete -k "${HERE}" --ignore-not-found --wait=false

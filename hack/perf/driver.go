@@ -201,16 +201,42 @@ func (d *driver) waitPods(ctx context.Context, what string, uids []types.UID, wi
 	return nil
 }
 
-// deleteAll deletes every pod of ns at once and waits until they are gone.
+// deleteAll deletes every pod of ns and waits until they are gone. Pods
+// are deleted one call each, 32 at a time: one DeleteCollection of 10,000
+// pods outlasts kube-apiserver's request timeout and fails half done.
 func (d *driver) deleteAll(ctx context.Context, ns string) error {
 	zero := int64(0)
-	if err := d.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("deleting the pods of %s: %w", ns, err)
-	}
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	var (
+		mu   sync.Mutex
+		last error
+	)
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := d.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		return err == nil && len(list.Items) == 0, nil
+		if err != nil {
+			return false, nil
+		}
+		var live []string
+		for _, p := range list.Items {
+			// Pods being deleted stay listed until the controller has
+			// counted them and taken its finalizer off.
+			if p.DeletionTimestamp == nil {
+				live = append(live, p.Name)
+			}
+		}
+		workqueue.ParallelizeUntil(ctx, 32, len(live), func(i int) {
+			err := d.kube.CoreV1().Pods(ns).Delete(ctx, live[i], metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if err != nil && !apierrors.IsNotFound(err) {
+				mu.Lock()
+				last = err
+				mu.Unlock()
+			}
+		})
+		return len(list.Items) == 0, nil
 	})
+	if err != nil && last != nil {
+		return fmt.Errorf("deleting the pods of %s: %w (last: %v)", ns, err, last)
+	}
+	return err
 }
 
 // Predicates on a pod's recorded steps.

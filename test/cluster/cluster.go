@@ -120,6 +120,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.opts.Karpenter {
 		steps = append(steps, step{"karpenter", c.startKarpenter})
 	}
+	if c.opts.ProvisioningRequestCRD {
+		steps = append(steps, step{"provisioningrequest crd", c.installProvisioningRequestCRD})
+	}
 	if c.opts.MusterBinary != "" && c.opts.MusterEtcd {
 		steps = append(steps, step{"muster-etcd", c.startMusterEtcd})
 	}

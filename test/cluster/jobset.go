@@ -148,6 +148,11 @@ func installCRDs(ctx context.Context, dyn dynamic.Interface, path string, escape
 	if err != nil {
 		return fmt.Errorf("reading CRDs (run hack/build-tools.sh jobset): %w", err)
 	}
+	return createCRDs(ctx, dyn, data, path, escapeNamespace, timeout)
+}
+
+// createCRDs is installCRDs of data, read from path.
+func createCRDs(ctx context.Context, dyn dynamic.Interface, data []byte, path string, escapeNamespace bool, timeout time.Duration) error {
 	crds := dyn.Resource(crdResource)
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var names []string

@@ -13,6 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 )
 
 // musterReadRole names the ClusterRole with what every k8s.io/apiserver
@@ -33,6 +35,9 @@ func (c *Cluster) startMuster(ctx context.Context) error {
 		}
 	}
 	if err := c.grantMusterDelegation(ctx); err != nil {
+		return err
+	}
+	if err := c.createCapacityRequestPriorityClass(ctx); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(c.WorkDir, "muster-apiserver.kubeconfig")
@@ -167,6 +172,18 @@ func (c *Cluster) RestartMuster(ctx context.Context) error {
 		return err
 	}
 	return c.waitKubectlServes(ctx)
+}
+
+// createCapacityRequestPriorityClass creates the PriorityClass every
+// capacity-request pod names, as artifacts/base/priorityclass.yaml does:
+// kube-apiserver refuses a pod whose class is missing, and Muster's role
+// may not create it.
+func (c *Cluster) createCapacityRequestPriorityClass(ctx context.Context) error {
+	pc := autoscaling.PriorityClass()
+	if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
+	}
+	return nil
 }
 
 // createMusterNamespace creates Muster's namespace and service account.

@@ -76,6 +76,12 @@ type Options struct {
 	// binary and its manifests in BinDir (hack/build-tools.sh jobset).
 	JobSet bool
 
+	// ProvisioningRequestCRD serves cluster-autoscaler's ProvisioningRequest
+	// API (autoscaling.x-k8s.io/v1) from a CRD the harness embeds, before
+	// Muster starts, so that --autoscaling=auto finds it. Nothing acts on a
+	// request: a test sets the conditions cluster-autoscaler would.
+	ProvisioningRequestCRD bool
+
 	// Karpenter runs Karpenter's kwok cloud provider (sigs.k8s.io/karpenter
 	// /kwok) once the fake nodes are up: its CRDs (NodePool, NodeClaim,
 	// KWOKNodeClass...), its RBAC (karpenter-rbac.yaml) and the provider as

@@ -64,6 +64,9 @@ func (c *Cluster) registerPolicies(ctx context.Context) error {
 	if err := c.createPolicy(ctx, pods.WritesPolicy(), pods.WritesPolicyBinding()); err != nil {
 		return err
 	}
+	if err := c.createPolicy(ctx, pods.CreatesPolicy(), pods.CreatesPolicyBinding()); err != nil {
+		return err
+	}
 	return c.waitPolicyEnforced(ctx)
 }
 

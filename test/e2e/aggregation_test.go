@@ -220,7 +220,9 @@ func TestArtifactsDryRun(t *testing.T) {
 	}
 	kinds := []string{"apiservice.apiregistration.k8s.io/v1alpha1.scheduling.muster.dev", "deployment.apps/muster-apiserver",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/muster-pod-webhook", "validatingwebhookconfiguration.admissionregistration.k8s.io/muster-pod-webhook",
-		"validatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-labels"}
+		"validatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-labels",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-creates",
+		"priorityclass.scheduling.k8s.io/muster-capacity-request"}
 	dirs := []string{"artifacts", "artifacts/external-etcd"}
 	if servesMutatingPolicies(t, bare) {
 		dirs = append(dirs, "artifacts/prepare-policy")

@@ -457,7 +457,7 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 // policy's status, and an error, so a denial, on each request it reaches.
 func TestPolicyExpressionsTypeCheck(t *testing.T) {
 	ctx := testContext(t, time.Minute)
-	for _, name := range []string{pods.LabelsPolicyName, pods.WritesPolicyName, pods.QuotaWritesPolicyName} {
+	for _, name := range []string{pods.LabelsPolicyName, pods.WritesPolicyName, pods.CreatesPolicyName, pods.QuotaWritesPolicyName} {
 		waitFor(t, ctx, "policy "+name+" to be type-checked", func(ctx context.Context) (bool, error) {
 			p, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || p.Status.ObservedGeneration != p.Generation {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	"github.com/muster-dev/muster/test/cluster"
 )
@@ -21,9 +23,10 @@ import (
 // TestUninstall runs artifacts/uninstall.sh, the uninstall that the README
 // gives, on a cluster of its own (it takes Muster away), over a gang that
 // never fit (gated pods), a running gang and a pod with another tool's
-// gate. Afterwards no pod keeps Muster's gate or finalizer, the other
-// tool's gate stays, Muster's webhook is gone so labelled pods are created
-// plain, and the namespace and muster-system are deleted.
+// gate, and a capacity-request pod. Afterwards no pod keeps Muster's gate
+// or finalizer, the other tool's gate stays, the capacity-request pod and
+// its PriorityClass are gone, Muster's webhook is gone so labelled pods are
+// created plain, and the namespace and muster-system are deleted.
 func TestUninstall(t *testing.T) {
 	c := clusterOfItsOwn(t)
 	kube := kubernetes.NewForConfigOrDie(c.Config)
@@ -56,6 +59,18 @@ func TestUninstall(t *testing.T) {
 			create(p)
 		}
 	}
+	// A capacity-request pod for the gang that never fits, as the controller
+	// makes one for an autoscaler: its PodGroup goes with Muster's API, so
+	// the garbage collector would never remove it.
+	pg, err := muster.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "neverfits", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := autoscaling.CapacityRequestTemplate(newPod(ns, "neverfits-0", podOpts{group: "neverfits"}), pg.Name, scheduling.DefaultCapacityRequestImage)
+	cr := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	cr.Name = "neverfits-cr-0"
+	cr.OwnerReferences = []metav1.OwnerReference{autoscaling.OwnerReference(autoscaling.Demand{Namespace: ns, Name: pg.Name, UID: pg.UID})}
+	create(cr)
 	other := newPod(ns, "other-gate", podOpts{})
 	other.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
 	create(other)
@@ -90,6 +105,13 @@ func TestUninstall(t *testing.T) {
 		if p.Name == "other-gate" && (len(p.Spec.SchedulingGates) != 1 || p.Spec.SchedulingGates[0].Name != "example.com/other") {
 			t.Errorf("pod other-gate lost another tool's gate: %v", p.Spec.SchedulingGates)
 		}
+	}
+	waitFor(t, ctx, "the capacity-request pod to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, cr.Name, metav1.GetOptions{})
+		return isNotFound(err), nil
+	})
+	if _, err := kube.SchedulingV1().PriorityClasses().Get(ctx, scheduling.CapacityRequestPriorityClass, metav1.GetOptions{}); !isNotFound(err) {
+		t.Errorf("the PriorityClass %s is still installed: %v", scheduling.CapacityRequestPriorityClass, err)
 	}
 	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "muster-pod-webhook", metav1.GetOptions{}); !isNotFound(err) {
 		t.Errorf("the mutating webhook is still installed: %v", err)

@@ -114,3 +114,45 @@ const (
 // such a group is deleted once it has finished and has no pods left
 // (--created-group-ttl).
 const CreatedFromPodAnnotation = "scheduling.muster.dev/created-from-pod"
+
+// Capacity requests: what Muster asks an autoscaler for, for a gang that
+// does not fit the nodes there are (pkg/controller/autoscaling).
+const (
+	// CapacityRequestLabel marks a capacity-request pod, and names the
+	// PodGroup, in the pod's namespace, whose room it asks for. Such a pod
+	// never carries PodGroupLabel: it is never gated and never counted.
+	CapacityRequestLabel = "scheduling.muster.dev/capacity-request"
+	// CapacityRequestPriorityClass is the PriorityClass of capacity-request
+	// pods: the lowest priority that cluster-autoscaler still scales up for
+	// (its --expendable-pods-priority-cutoff is -10 by default, and pods
+	// below it are ignored), with preemptionPolicy Never, so that a
+	// capacity-request pod never preempts real work and any real pod may
+	// preempt it.
+	CapacityRequestPriorityClass = "muster-capacity-request"
+	// CapacityRequestPriority is CapacityRequestPriorityClass's value.
+	CapacityRequestPriority = -10
+	// CapacityRequestContainer is the one container of a capacity-request pod.
+	CapacityRequestContainer = "pause"
+	// DefaultCapacityRequestImage is the image of that container
+	// (--capacity-request-image); it never runs a workload.
+	DefaultCapacityRequestImage = "registry.k8s.io/pause:3.10"
+	// KarpenterDoNotDisrupt and ClusterAutoscalerSafeToEvict, both set on
+	// every capacity-request pod, keep the node it holds from being
+	// consolidated or scaled down while the gang waits for the rest.
+	KarpenterDoNotDisrupt        = "karpenter.sh/do-not-disrupt"
+	ClusterAutoscalerSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// ProvisioningRequestClass is the class of the ProvisioningRequest a
+	// waiting gang gets where autoscaling.x-k8s.io/v1 is served:
+	// cluster-autoscaler's all-or-nothing scale-up.
+	ProvisioningRequestClass = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+	// CapacityRequestHashAnnotation, on what a request creates, names the
+	// demand it was made for (autoscaling.Demand.Hash): a gang whose pods
+	// changed asks anew.
+	CapacityRequestHashAnnotation = "scheduling.muster.dev/capacity-request-hash"
+	// ConsumeProvisioningRequestAnnotation and ProvisioningClassNameAnnotation,
+	// on a pod, name the ProvisioningRequest whose capacity it consumes and
+	// that request's class: cluster-autoscaler counts the capacity it
+	// booked for the request as taken by such pods.
+	ConsumeProvisioningRequestAnnotation = "autoscaling.x-k8s.io/consume-provisioning-request"
+	ProvisioningClassNameAnnotation      = "autoscaling.x-k8s.io/provisioning-class-name"
+)

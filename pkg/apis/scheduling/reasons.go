@@ -36,6 +36,14 @@ const (
 	// ReasonQueued: under StrictFIFO, the gang waits behind the head of the
 	// queue.
 	ReasonQueued = "Queued"
+	// ReasonWaitingForNodes: the gang does not fit the nodes there are, and
+	// Muster asked an autoscaler for room for it (capacity-request pods or
+	// a ProvisioningRequest); the message says how much of it exists.
+	ReasonWaitingForNodes = "WaitingForNodes"
+	// ReasonNodesNotProvisioned: the autoscaler did not provide room for
+	// the whole gang within --capacity-request-timeout, or said it cannot;
+	// the request was withdrawn, and is made again after a backoff.
+	ReasonNodesNotProvisioned = "NodesNotProvisioned"
 )
 
 // Reasons of the Scheduled condition.
@@ -110,6 +118,16 @@ const (
 	// EventPreempted, on a victim group and on each evicted pod: who
 	// preempted it.
 	EventPreempted = "Preempted"
+	// EventCapacityRequested, on a group: Muster asked an autoscaler for
+	// room for the gang (capacity-request pods or a ProvisioningRequest).
+	EventCapacityRequested = "CapacityRequested"
+	// EventCapacityProvisioned, on a group: the autoscaler provided room
+	// for the whole gang.
+	EventCapacityProvisioned = "CapacityProvisioned"
+	// EventCapacityRequestWithdrawn, on a group: its request was withdrawn
+	// (timed out, or refused by the autoscaler) so that the autoscaler can
+	// take back what it added.
+	EventCapacityRequestWithdrawn = "CapacityRequestWithdrawn"
 )
 
 // Reasons of the controller's events, on PodGroups and on pods.

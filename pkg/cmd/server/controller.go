@@ -143,7 +143,7 @@ func (o *ControllerOptions) startController(kubeConfig, loopback *rest.Config) g
 		go func() { <-hookCtx.Done(); cancel() }()
 		ctx = klog.NewContext(ctx, klog.FromContext(hookCtx).WithName("controller"))
 		run := func(ctx context.Context) {
-			if err := o.run(ctx, kube, muster); err != nil {
+			if err := o.run(ctx, kube, muster, kcfg); err != nil {
 				klog.FromContext(ctx).Error(err, "Controller stopped")
 			}
 		}
@@ -157,7 +157,7 @@ func (o *ControllerOptions) startController(kubeConfig, loopback *rest.Config) g
 }
 
 // run builds the informers and the controller and runs it until ctx ends.
-func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, muster versioned.Interface) error {
+func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, muster versioned.Interface, kcfg *rest.Config) error {
 	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(podgroup.PodListOptions),
 		informers.WithTransform(podgroup.TransformPod))
@@ -184,6 +184,10 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	// has ended and a StatefulSet's pod management policy: the controller
 	// reads them only through the pods they control.
 	ownerFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(podgroup.TransformOwner))
+	requester, err := o.newRequester(ctx, kube, kcfg)
+	if err != nil {
+		return err
+	}
 	c, err := podgroup.New(o.Config, kube, muster, podgroup.Informers{
 		Pods:         pods,
 		Namespaces:   namespaces,
@@ -193,6 +197,7 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		StatefulSets: ownerFactory.Apps().V1().StatefulSets(),
 		// Quotas are few and small; the namespace factory holds them whole.
 		ResourceQuotas: nsFactory.Core().V1().ResourceQuotas(),
+		Requester:      requester,
 	}, recorder)
 	if err != nil {
 		return err

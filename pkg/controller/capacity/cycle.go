@@ -73,6 +73,14 @@ type Options struct {
 	// spared (--preemption-min-runtime).
 	Now        time.Time
 	MinRuntime time.Duration
+	// Requests returns what a gang's own capacity-request pods hold
+	// (Tracker.Requests): room an autoscaler added for it, free for it and
+	// for no one else. Nil when Muster asks no autoscaler.
+	Requests func(key string) *Victim
+	// Autoscaling says that nodes may be added: a gang that does not fit
+	// even the idle cluster may fit later, so it keeps its place at the
+	// head of a StrictFIFO queue.
+	Autoscaling bool
 }
 
 // Admit runs one admission cycle on s: candidates are taken in order (by
@@ -121,6 +129,14 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
 			continue
 		}
+		// The gang's own capacity-request pods make way for it: they are
+		// deleted before it is released (requests.go).
+		requested := func() {}
+		if opts.Requests != nil && c.Need > 0 {
+			if r := opts.Requests(c.Key); r != nil {
+				requested = s.takeOff([]*Victim{r}, false)
+			}
+		}
 		res := s.Place(c.Pods, c.Copies...)
 		if c.Need == 0 || res.Placed() >= c.Need {
 			if res.Placed() > 0 {
@@ -128,10 +144,12 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments, Copies: res.Copies})
 			} else {
 				s.Discard(res)
+				requested()
 			}
 			continue
 		}
 		s.Discard(res)
+		requested()
 		if judgeIdle(c.Pods) {
 			if empty == nil {
 				empty = s.Empty()
@@ -141,6 +159,9 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 			if idle.Placed() < c.Need {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonExceedsClusterCapacity,
 					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, idle.Placed(), idle.Short)})
+				if opts.Autoscaling && strategy == StrictFIFO {
+					head = c.Key
+				}
 				continue
 			}
 		}

@@ -68,6 +68,11 @@ type Tracker struct {
 	// (draining.go).
 	drainingOn map[types.UID]string
 	draining   map[string]int
+	// requestOf maps each bound capacity-request pod among the unmanaged
+	// ones to its group's key; requests are those pods by group
+	// (requests.go).
+	requestOf map[types.UID]string
+	requests  map[string]map[types.UID]struct{}
 }
 
 // holding is one pod that holds a node.
@@ -108,6 +113,8 @@ func NewTracker(fastRelease bool) *Tracker {
 		groups:       map[string]GroupState{},
 		drainingOn:   map[types.UID]string{},
 		draining:     map[string]int{},
+		requestOf:    map[types.UID]string{},
+		requests:     map[string]map[types.UID]struct{}{},
 	}
 }
 
@@ -161,11 +168,14 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 		t.release(old.node, old.info)
 		delete(t.unmanaged, p.UID)
 	}
+	key := ""
 	if keep {
 		h.node = t.intern(h.node)
 		t.hold(h.node, h.info)
 		t.unmanaged[p.UID] = h
+		key = requestKey(p)
 	}
+	t.setRequest(p.UID, key)
 	t.setDraining(p.UID, t.drainingNode(p))
 }
 
@@ -177,6 +187,7 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 		t.release(old.node, old.info)
 		delete(t.unmanaged, uid)
 	}
+	t.setRequest(uid, "")
 	t.setDraining(uid, "")
 }
 
@@ -185,9 +196,13 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 	fresh := make(map[types.UID]holding, len(pods))
 	drains := map[types.UID]string{}
+	requests := map[types.UID]string{}
 	for _, p := range pods {
 		if t.holdsCapacity(p) {
 			fresh[p.UID] = holding{node: p.Spec.NodeName, info: holderInfo(p)}
+			if key := requestKey(p); key != "" {
+				requests[p.UID] = key
+			}
 		}
 		if node := t.drainingNode(p); node != "" {
 			drains[p.UID] = node
@@ -212,6 +227,11 @@ func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 		fresh[uid] = h
 	}
 	t.unmanaged = fresh
+	t.requestOf = map[types.UID]string{}
+	t.requests = map[string]map[types.UID]struct{}{}
+	for uid, key := range requests {
+		t.setRequest(uid, key)
+	}
 }
 
 // UnmanagedPods is how many unmanaged pods hold capacity.

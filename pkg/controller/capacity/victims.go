@@ -123,6 +123,9 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 	}
 	if unmanaged {
 		for uid, h := range t.unmanaged {
+			if _, request := t.requestOf[uid]; request {
+				continue // goes with its gang's request (requests.go)
+			}
 			p := h.info.GetPod()
 			pool.Eligible = append(pool.Eligible, &Victim{
 				Key: p.Namespace + "/" + p.Name, Kind: scheduling.VictimKindPod, UID: uid,
@@ -158,7 +161,13 @@ func podPriority(p *corev1.Pod) int32 {
 // evict takes the victims' holdings off the snapshot and returns what puts
 // them back. Nodes are copied before they change, as Commit does, so the
 // tracker's NodeInfos are never touched.
-func (s *Snapshot) evict(vs []*Victim) (undo func()) {
+func (s *Snapshot) evict(vs []*Victim) (undo func()) { return s.takeOff(vs, true) }
+
+// takeOff is evict; draining says whether bound pods it takes off still
+// hold their node for kube-scheduler until they are deleted, as victims
+// being evicted do, or are deleted at once before anything takes their
+// place, as capacity-request pods are.
+func (s *Snapshot) takeOff(vs []*Victim, draining bool) (undo func()) {
 	orig := map[int]*schedfw.NodeInfo{}
 	kept := map[int]int{}
 	logger := klog.Background()
@@ -175,7 +184,7 @@ func (s *Snapshot) evict(vs []*Victim) (undo func()) {
 			}
 			// A holding the snapshot does not show (the tracker moved on
 			// since it was taken) has nothing to take off.
-			if s.infos[i].RemovePod(logger, h.pod) == nil && h.pod.Spec.NodeName != "" {
+			if s.infos[i].RemovePod(logger, h.pod) == nil && draining && h.pod.Spec.NodeName != "" {
 				// kube-scheduler still counts it until it is deleted
 				// (draining.go).
 				if s.evicted == nil {

@@ -165,6 +165,9 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	if len(pods) == 0 {
 		return nil
 	}
+	if err := c.admitter.beforeRelease(ctx, key); err != nil {
+		return fmt.Errorf("before releasing %d pods: %w", len(pods), err)
+	}
 	release := func(p *corev1.Pod) ([]byte, bool) {
 		node, _ := c.admitter.releaseTo(placed, p)
 		return releasePatch(node)(p)

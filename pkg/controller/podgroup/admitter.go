@@ -50,6 +50,10 @@ type admitter interface {
 	// given the group's placements: ok is false while the pod waits for a
 	// place, and node is where the releasing patch pins it, "" for nowhere.
 	releaseTo(placed map[types.UID]string, p *corev1.Pod) (node string, ok bool)
+	// beforeRelease is step 9's first write for a group that has pods to
+	// release: what must go before they are released (a capacity request
+	// whose room they take).
+	beforeRelease(ctx context.Context, key string) error
 	// explainStalled says which of the scheduler's filters refuses a
 	// released pod on the node it is pinned to, or "" if none does or the
 	// mode cannot tell (checkStalled).

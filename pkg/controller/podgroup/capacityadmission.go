@@ -51,6 +51,9 @@ type capacityAdmission struct {
 	enqueue func(key string)
 	// held remembers the placed joiners that stay gated (heldjoiners.go).
 	held heldPlacements
+	// autoscale asks an autoscaler for room for gangs that do not fit the
+	// nodes there are (autoscaling.go); nil with --autoscaling=off.
+	autoscale *autoscaler
 }
 
 var _ admitter = &capacityAdmission{}
@@ -74,6 +77,9 @@ func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*cap
 		clock:                c.clock,
 		enqueue:              c.queue.Add,
 	}
+	if c.requester != nil {
+		a.autoscale = newAutoscaler(c.requester, c.cfg, c.recorder, c.clock, a.queue.poke)
+	}
 	a.podStore = capacity.NewPodStore(a.tracker, a.queue.poke)
 	synced := []cache.InformerSynced{nodes.Informer().HasSynced, a.podStore.HasSynced}
 	nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -93,11 +99,18 @@ func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*cap
 func (a *capacityAdmission) start(ctx context.Context, wg *sync.WaitGroup, synced <-chan struct{}) {
 	r := capacity.NewUnmanagedPodReflector(a.kube, scheduling.PodGroupLabel, a.podStore)
 	wg.Go(func() { r.RunWithContext(ctx) })
+	requestsSynced := func() bool { return true }
+	if a.autoscale != nil {
+		requestsSynced = a.autoscale.start(ctx, wg)
+	}
 	wg.Go(func() {
 		select {
 		case <-ctx.Done():
 			return
 		case <-synced:
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), requestsSynced) {
+			return
 		}
 		if a.filters = a.startFilters(ctx); a.filters == nil {
 			return
@@ -162,7 +175,19 @@ func (a *capacityAdmission) drop(key string) {
 	if a.queue.forget(key) {
 		a.tracker.Forget(key)
 	}
+	if a.autoscale != nil {
+		a.autoscale.forget(key)
+	}
 	a.queue.poke()
+}
+
+// beforeRelease withdraws the group's capacity request, whose room the
+// release takes (autoscaling.go).
+func (a *capacityAdmission) beforeRelease(ctx context.Context, key string) error {
+	if a.autoscale == nil {
+		return nil
+	}
+	return a.autoscale.beforeRelease(ctx, key)
 }
 
 func (a *capacityAdmission) recorded(key string) { a.queue.recorded(key) }
@@ -208,6 +233,9 @@ func (a *capacityAdmission) observeGroup(key string, pg *v1alpha1.PodGroup) {
 		a.tracker.ForgetGroup(key)
 		a.queue.forget(key)
 		a.held.forget(key)
+		if a.autoscale != nil {
+			a.autoscale.forget(key)
+		}
 		a.queue.poke()
 		return
 	}

@@ -184,7 +184,13 @@ func (a *capacityAdmission) admitCycle() {
 	if a.preemption {
 		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
 	}
+	if a.autoscale != nil {
+		opts.Requests, opts.Autoscaling = a.tracker.Requests, true
+	}
 	verdicts := capacity.Admit(a.tracker.Snapshot(a.filters), cands, opts)
+	if a.autoscale != nil {
+		a.autoscale.plan(verdicts, start)
+	}
 	for _, v := range verdicts {
 		if v.Admit {
 			a.tracker.Assume(v.Key, assignedNodes(v))

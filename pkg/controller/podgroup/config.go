@@ -55,7 +55,28 @@ type Config struct {
 	// PreemptionMinRuntime spares a gang admitted (or a pod created) more
 	// recently than this from preemption.
 	PreemptionMinRuntime time.Duration
+	// Autoscaling says how a gang that does not fit the nodes there are
+	// asks an autoscaler for room: AutoscalingAuto, AutoscalingPods,
+	// AutoscalingProvisioningRequest or AutoscalingOff (capacity-aware
+	// admission only). The server resolves auto, and builds the Requester.
+	Autoscaling string
+	// CapacityRequestTimeout is how long a gang's request may stand before
+	// it is withdrawn unless the whole gang has room.
+	CapacityRequestTimeout time.Duration
+	// CapacityRequestMaxPods bounds the pods' room requested at once, over
+	// all gangs.
+	CapacityRequestMaxPods int
+	// CapacityRequestImage is the capacity-request pods' one container.
+	CapacityRequestImage string
 }
+
+// The ways of --autoscaling.
+const (
+	AutoscalingAuto                = "auto"
+	AutoscalingPods                = "pods"
+	AutoscalingProvisioningRequest = "provisioningrequest"
+	AutoscalingOff                 = "off"
+)
 
 // The admission modes of --admission.
 const (
@@ -78,6 +99,11 @@ func DefaultConfig() Config {
 		ReservationTimeout: 5 * time.Minute,
 		CreatedGroupTTL:    time.Hour,
 		Preemption:         true,
+
+		Autoscaling:            AutoscalingAuto,
+		CapacityRequestTimeout: 10 * time.Minute,
+		CapacityRequestMaxPods: 256,
+		CapacityRequestImage:   scheduling.DefaultCapacityRequestImage,
 	}
 }
 
@@ -115,6 +141,19 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Let preemption evict pods Muster does not manage (without the pod-group label) of strictly lower priority too, each as a victim of its own.")
 	fs.DurationVar(&c.PreemptionMinRuntime, "preemption-min-runtime", c.PreemptionMinRuntime,
 		"Spare a gang admitted (or a pod Muster does not manage created) more recently than this from preemption. 0 spares none.")
+	fs.StringVar(&c.Autoscaling, "autoscaling", c.Autoscaling,
+		"How a gang that does not fit the nodes there are asks a cluster autoscaler for room, with --admission=capacity: "+
+			"'pods' creates capacity-request pods (lowest priority, a pause container) that any autoscaler provisions for; "+
+			"'provisioningrequest' creates one autoscaling.x-k8s.io/v1 ProvisioningRequest (cluster-autoscaler's atomic scale-up); "+
+			"'auto' picks 'provisioningrequest' where the cluster serves it at start, else 'pods'; 'off' asks for nothing.")
+	fs.DurationVar(&c.CapacityRequestTimeout, "capacity-request-timeout", c.CapacityRequestTimeout,
+		"How long a gang's capacity request may stand without room for the whole gang; then it is withdrawn, so that the autoscaler can take "+
+			"back the nodes it added, and made again after a backoff (1m, doubling up to 30m).")
+	fs.IntVar(&c.CapacityRequestMaxPods, "capacity-request-max-pods", c.CapacityRequestMaxPods,
+		"Most pods' room requested from the autoscaler at once, over all waiting gangs; gangs are served whole, in admission order.")
+	fs.StringVar(&c.CapacityRequestImage, "capacity-request-image", c.CapacityRequestImage,
+		"Image of the capacity-request pods' one container, which never runs a workload. The policy muster-pod-creates allows "+
+			"registry.k8s.io/pause images only: change it too when you change this.")
 }
 
 // Validate checks the configuration.
@@ -146,6 +185,21 @@ func (c *Config) Validate() []error {
 	}
 	if c.PreemptionMinRuntime < 0 {
 		errs = append(errs, fmt.Errorf("--preemption-min-runtime must not be negative, got %s", c.PreemptionMinRuntime))
+	}
+	switch c.Autoscaling {
+	case AutoscalingAuto, AutoscalingPods, AutoscalingProvisioningRequest, AutoscalingOff:
+	default:
+		errs = append(errs, fmt.Errorf("--autoscaling must be %q, %q, %q or %q, got %q",
+			AutoscalingAuto, AutoscalingPods, AutoscalingProvisioningRequest, AutoscalingOff, c.Autoscaling))
+	}
+	if c.CapacityRequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--capacity-request-timeout must be positive, got %s", c.CapacityRequestTimeout))
+	}
+	if c.CapacityRequestMaxPods < 1 {
+		errs = append(errs, fmt.Errorf("--capacity-request-max-pods must be at least 1, got %d", c.CapacityRequestMaxPods))
+	}
+	if c.CapacityRequestImage == "" {
+		errs = append(errs, fmt.Errorf("--capacity-request-image must not be empty"))
 	}
 	if c.StalledTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--stalled-pod-timeout must be positive, got %s", c.StalledTimeout))

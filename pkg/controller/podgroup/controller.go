@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
 	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
@@ -90,6 +91,8 @@ type Controller struct {
 
 	// admitter is the admission mode, --admission (admitter.go).
 	admitter admitter
+	// requester asks an autoscaler for room (--autoscaling); nil asks none.
+	requester autoscaling.Requester
 }
 
 // Informers are the shared informers a Controller reads. New installs its
@@ -110,6 +113,10 @@ type Informers struct {
 	// ResourceQuotas bound the places a gang reserves for pods created
 	// later (reservationquota.go); nil checks none.
 	ResourceQuotas coreinformers.ResourceQuotaInformer
+	// Requester is how capacity-aware admission asks an autoscaler for
+	// room for gangs that do not fit the nodes there are (--autoscaling);
+	// nil asks none. It runs its own informer.
+	Requester autoscaling.Requester
 }
 
 // New builds a controller over inf.
@@ -155,6 +162,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		batchStart:   map[string]time.Time{},
 		written:      newWrittenGroups(),
 		warned:       map[types.UID]sets.Set[string]{},
+		requester:    inf.Requester,
 	}
 	adm, admSynced, err := c.newAdmitter(nodes)
 	if err != nil {

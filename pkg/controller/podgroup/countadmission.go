@@ -60,3 +60,6 @@ func (countAdmission) observeGroup(string, *v1alpha1.PodGroup) {}
 
 // explainStalled has nothing to say: count admission pins no pod.
 func (countAdmission) explainStalled(*corev1.Pod, string) string { return "" }
+
+// beforeRelease has nothing to do: count admission asks no autoscaler.
+func (countAdmission) beforeRelease(context.Context, string) error { return nil }

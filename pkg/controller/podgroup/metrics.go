@@ -24,6 +24,11 @@ type controllerMetrics struct {
 	preemptions        *k8smetrics.Counter
 	preemptionVictims  *k8smetrics.Counter
 	podsPreempted      *k8smetrics.Counter
+	// Autoscaling (autoscaling.go).
+	capacityRequestPods       *k8smetrics.Gauge
+	capacityRequested         *k8smetrics.CounterVec
+	capacityRequestAdmission  *k8smetrics.Histogram
+	capacityRequestsWithdrawn *k8smetrics.CounterVec
 
 	mu sync.Mutex
 	// groups remembers each group's gated pods and phase, so that the gauge
@@ -88,10 +93,28 @@ func newControllerMetrics() *controllerMetrics {
 			Subsystem: metricsSubsystem, Name: "pods_preempted_total",
 			Help: "Pods the controller gave the DisruptionTarget condition (reason PreemptionByMuster) and deleted.", StabilityLevel: k8smetrics.ALPHA,
 		}),
+		capacityRequestPods: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "capacity_request_pods",
+			Help: "Pods' room that waiting gangs ask an autoscaler for now, as decided by the last admission cycle.", StabilityLevel: k8smetrics.ALPHA,
+		}),
+		capacityRequested: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "capacity_requested_pods_total",
+			Help: "Pods' room asked of an autoscaler, by the kind of request (Pods or ProvisioningRequest); a request made again counts again.", StabilityLevel: k8smetrics.ALPHA,
+		}, []string{"kind"}),
+		capacityRequestAdmission: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+			Subsystem: metricsSubsystem, Name: "capacity_request_admission_seconds",
+			Help:    "Time from a gang's capacity request to the gang's admission.",
+			Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600}, StabilityLevel: k8smetrics.ALPHA,
+		}),
+		capacityRequestsWithdrawn: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "capacity_requests_withdrawn_total",
+			Help: "Capacity requests withdrawn before their gang had room: reason timeout (--capacity-request-timeout) or refused (by the autoscaler).", StabilityLevel: k8smetrics.ALPHA,
+		}, []string{"reason"}),
 		groups: map[string]groupGauge{},
 	}
 	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
-		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted)
+		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted,
+		m.capacityRequestPods, m.capacityRequested, m.capacityRequestAdmission, m.capacityRequestsWithdrawn)
 	return m
 }
 

@@ -57,6 +57,9 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 		// Every active pod was released already (by hand): nothing to place.
 		return capacity.Verdict{}, true
 	}
+	if a.autoscale != nil {
+		a.autoscale.offer(key, pg, toPlace, copies)
+	}
 	a.queue.offer(capacity.Candidate{
 		Key: key, Priority: gangPriority(pg, v.all), Created: pg.CreationTimestamp.Time,
 		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),

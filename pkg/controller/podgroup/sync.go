@@ -94,7 +94,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	markScheduled(next, view, now)                                   // step 7
 	stalledAfter := c.checkStalled(next, view, pods, now)            // step 7b
 	next.Status.ObservedGeneration = pg.Generation
-	// Step 8. A refresh this write defers is written again by step 13, which
+	// Step 8. A refresh this write defers is carried into step 13, which
 	// says when to flush it.
 	stored, _, wrote, err := c.writeStatus(ctx, key, pg, next, now)
 	if err != nil {
@@ -113,6 +113,14 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if wrote && isAdmitted(stored) && !isAdmitted(pg) {
 		c.rejections.forget(key)
+	}
+	// Step 13 builds on what steps 4 to 8 decided, written or not: a
+	// refresh deferred here (a message that changed within the batch
+	// period) is otherwise lost, and nothing would sync the group again to
+	// write it.
+	deferred := next
+	if wrote {
+		deferred = stored
 	}
 	pg = stored
 	if wrote {
@@ -139,7 +147,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 
 	// Count, steps 11 to 13: what lost its finalizer, and finish the group
 	// if it is done.
-	next = pg.DeepCopy()
+	next = deferred.DeepCopy()
 	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
 	countRemoved(next, view, removed)                                    // step 11

@@ -1,10 +1,12 @@
 package podgroup
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -159,5 +161,41 @@ func TestStaleFinalizerNotPatchedTwice(t *testing.T) {
 	got := h.group()
 	if got.Status.Succeeded != 1 || got.Status.UncountedTerminatedPods != nil {
 		t.Errorf("succeeded=%d uncounted=%v, want the pod counted once", got.Status.Succeeded, got.Status.UncountedTerminatedPods)
+	}
+}
+
+// TestDeferredMessageIsWritten checks that a refresh of the Admitted
+// message alone, deferred for the batch period, is written once it ends:
+// the sync asks to come back, and carries the new message into the write.
+// A waiting gang's message changes with nothing else (a node added that
+// still leaves it short, a capacity request that gets more room).
+func TestDeferredMessageIsWritten(t *testing.T) {
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "4")},
+		objects(newGroup(2), pods("p", 2, requests("3"))...)...)
+	h.admitRound()
+	h.observe()
+	first := meta.FindStatusCondition(h.group().Status.Conditions, v1alpha1.ConditionAdmitted)
+	if first == nil || first.Reason != scheduling.ReasonExceedsClusterCapacity {
+		t.Fatalf("Admitted = %+v, want ExceedsClusterCapacity", first)
+	}
+	// A second node, too small: the gang still does not fit, for a
+	// reason that names two nodes now.
+	if err := h.kube.Tracker().Add(newNode("n2", "1")); err != nil {
+		t.Fatal(err)
+	}
+	h.observeNodes()
+	h.admission().admitCycle()
+	h.reset()
+	requeue := h.sync()
+	if got := len(h.statusWrites()); got != 0 {
+		t.Fatalf("a message alone was written at once (%d writes), within the batch period", got)
+	}
+	if requeue <= 0 || requeue > time.Second {
+		t.Fatalf("requeue = %v, want within the batch period, to write the new message", requeue)
+	}
+	h.step(time.Second)
+	got := meta.FindStatusCondition(h.group().Status.Conditions, v1alpha1.ConditionAdmitted)
+	if got == nil || got.Reason != first.Reason || !strings.Contains(got.Message, "2 of 2 nodes") {
+		t.Errorf("after the batch period the message is %q, want the new one naming 2 nodes (was %q)", got.Message, first.Message)
 	}
 }

@@ -72,6 +72,8 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 		PolicyBinding(Config{}, LabelsPolicyName),
 		WritesPolicy(),
 		WritesPolicyBinding(),
+		CreatesPolicy(),
+		CreatesPolicyBinding(),
 		QuotaWritesPolicy(),
 		QuotaWritesPolicyBinding(),
 		podgroup.OrderedReadyPolicy(),

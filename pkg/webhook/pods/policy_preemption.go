@@ -22,12 +22,14 @@ import (
 //   - through pods/status, Muster may add that condition, or turn an
 //     existing DisruptionTarget condition into it, and change nothing else:
 //     no other condition, no other status field, no finalizer;
-//   - it may delete only a pod that already carries that condition.
+//   - it may delete only a pod that already carries that condition, or a
+//     capacity-request pod (label scheduling.CapacityRequestLabel), which
+//     it created itself (policy_capacityrequest.go) and deletes unmarked.
 //
-// So every pod Muster deletes was marked first, where its owner, a Job's
-// podFailurePolicy and the group's accounting see why it went, and Muster's
-// credentials cannot delete an arbitrary pod in one request. The rules hold
-// for labelled and unlabelled pods alike.
+// So every pod of a workload Muster deletes was marked first, where its
+// owner, a Job's podFailurePolicy and the group's accounting see why it
+// went, and Muster's credentials cannot delete an arbitrary pod in one
+// request. The rules hold for labelled and unlabelled pods alike.
 
 // celMarked holds when the condition c is DisruptionTarget with status True
 // and reason PreemptionByMuster.
@@ -90,7 +92,11 @@ func preemptionValidations() []admissionregistrationv1.Validation {
 		// finalizer Muster may take off a pod, it takes off through pods.
 		confinedWrite(onStatus(celUnchanged("metadata.finalizers")), "metadata.finalizers",
 			"through pods/status it may not change the finalizers"),
-		confinedWrite(fmt.Sprintf("!variables.deleting || %s.exists(c, %s)", celConditions("oldObject"), celMarked("c")), "status.conditions",
-			fmt.Sprintf("it may delete only a pod that carries %s, which it adds through pods/status first", mark)),
+		// A capacity-request pod needs no mark: the controller created it
+		// (muster-pod-creates), nothing runs in it, and it deletes it once
+		// the gang is placed or the request times out.
+		confinedWrite(fmt.Sprintf("!variables.deleting || %s || %s.exists(c, %s)", celCapacityRequest("oldObject"), celConditions("oldObject"), celMarked("c")),
+			"status.conditions", fmt.Sprintf("it may delete only a pod that carries %s, which it adds through pods/status first, or a capacity-request pod (label %s)",
+				mark, scheduling.CapacityRequestLabel)),
 	}
 }

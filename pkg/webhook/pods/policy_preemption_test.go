@@ -73,7 +73,8 @@ func withStatus(change func(*corev1.PodStatus)) func(*corev1.Pod) {
 // TestWritesPolicyPreemption: Muster's controller may preempt a pod,
 // labelled or not, only by adding DisruptionTarget/PreemptionByMuster
 // through pods/status and then deleting the pod; any other status write,
-// and the delete of a pod without the mark, is denied naming the field. The
+// and the delete of a pod without the mark, is denied naming the field,
+// but for a capacity-request pod, which it deletes unmarked. The
 // confinement of its other updates holds as before.
 func TestWritesPolicyPreemption(t *testing.T) {
 	managed := inGroup("g")
@@ -138,6 +139,10 @@ func TestWritesPolicyPreemption(t *testing.T) {
 		{"deleting a pod without status is denied", del(pod(unmanaged)), []string{conditions}},
 		{"deleting a pod the scheduler marked is denied", del(running(managed, withCondition(disruption(corev1.ConditionTrue, "PreemptionByScheduler")))), []string{conditions}},
 		{"deleting a pod marked False is denied", del(running(managed, withCondition(disruption(corev1.ConditionFalse, scheduling.ReasonPreemptionByMuster)))), []string{conditions}},
+		{"deleting a capacity-request pod unmarked is allowed", del(capacityRequest()), nil},
+		{"deleting a running capacity-request pod unmarked is allowed", del(running(label(scheduling.CapacityRequestLabel, "g"))), nil},
+		// So it cannot mark a pod for deletion by the label either.
+		{"adding the capacity-request label to a pod is denied", update(running(unmanaged), label(scheduling.CapacityRequestLabel, "g")), []string{"metadata.labels"}},
 
 		// Its other writes stay confined, with the delete rule beside them.
 		{"removing its finalizer through pods is allowed", update(running(unmanaged), withFinalizers()), nil},

@@ -14,7 +14,8 @@ import (
 // WritesPolicyName names the ValidatingAdmissionPolicy, and its binding, that
 // confine Muster's own pod writes. RBAC can only grant "patch pods", "patch
 // pods/status" and "delete pods"; this policy narrows those grants to what
-// the controller does, and but for preemption to the pods it manages.
+// the controller does, and but for preemption and capacity-request pods to
+// the pods it manages.
 const WritesPolicyName = "muster-pod-writes"
 
 // The policies find Muster by a permission, not by its user name: a
@@ -89,7 +90,9 @@ func celHasFinalizer(root string) string {
 //     metadata.name In [node] requirement to the terms of its required node
 //     affinity (scheduling.PinRequirement);
 //   - preempt a pod, labelled or not: mark it through pods/status, then
-//     delete it (policy_preemption.go).
+//     delete it (policy_preemption.go);
+//   - delete a capacity-request pod, unmarked (CreatesPolicy confines
+//     which pods it may create).
 //
 // Anything else it changes is denied. The rules compare only the fields an
 // update of a pod may change at all (kube-apiserver's own validation refuses
@@ -195,9 +198,9 @@ func confinedWrite(expr, fieldPath, rule string) admissionregistrationv1.Validat
 func confinedRule(rule string) string {
 	return fmt.Sprintf("Forbidden: %s may only remove its finalizer %s, add it to a pod with the label %s that has not ended, "+
 		"remove its scheduling gate %s from such a pod and pin it to a node, and preempt a pod: add the condition %s "+
-		"(status True, reason %s) through pods/status, then delete the pod; %s",
+		"(status True, reason %s) through pods/status, then delete the pod, and create and delete capacity-request pods (label %s); %s",
 		musterWho, scheduling.TrackingFinalizer, scheduling.PodGroupLabel, scheduling.AdmissionGate,
-		corev1.DisruptionTarget, scheduling.ReasonPreemptionByMuster, rule)
+		corev1.DisruptionTarget, scheduling.ReasonPreemptionByMuster, scheduling.CapacityRequestLabel, rule)
 }
 
 // WritesPolicyBinding binds WritesPolicy in every namespace, not only those

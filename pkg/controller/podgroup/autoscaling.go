@@ -1,0 +1,395 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// Backoff between two requests of one gang, after one was withdrawn:
+// capacityRequestBackoff, doubling with each withdrawal, at most
+// capacityRequestMaxBackoff (as Kueue retries a ProvisioningRequest).
+const (
+	capacityRequestBackoff    = time.Minute
+	capacityRequestMaxBackoff = 30 * time.Minute
+)
+
+// autoscaler is capacity-aware admission's side of autoscaling
+// (docs/controller.md, "Autoscaled clusters"). After each admission cycle
+// it decides which waiting gangs ask an autoscaler for room (plan): those
+// Muster would admit next, whole, in queue order, within a bound of pods;
+// its workers then make each decided request exist, or withdraw it,
+// through the Requester. A gang placed on the room its request got has it
+// withdrawn before any of its pods is released (beforeRelease).
+type autoscaler struct {
+	req      autoscaling.Requester
+	timeout  time.Duration
+	maxPods  int32
+	image    string
+	strict   bool
+	clock    clock.PassiveClock
+	recorder record.EventRecorder
+	work     workqueue.TypedRateLimitingInterface[string]
+	// poke asks admission for a cycle.
+	poke func()
+
+	mu sync.Mutex
+	// demands are the waiting gangs' demands, built when their group
+	// offers itself (offer), by key.
+	demands map[string]groupDemand
+	// want are the requests the last cycle decided on.
+	want map[string]autoscaling.Demand
+	// backoff holds the gangs whose request was withdrawn, until they may
+	// ask again.
+	backoff map[string]requestBackoff
+	// failed is why a request could not be made, until it is.
+	failed map[string]string
+	// provisioned marks the requests announced as provisioned (an event).
+	provisioned map[string]string
+	// busy serializes, per group, a worker's request and the withdrawal
+	// before release, so that no create lands after it.
+	busy keyedMutex
+}
+
+// keyedMutex is a mutex per key.
+type keyedMutex struct{ m sync.Map }
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	mu, _ := k.m.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// forget drops key's mutex unless it is held.
+func (k *keyedMutex) forget(key string) {
+	if mu, ok := k.m.Load(key); ok && mu.(*sync.Mutex).TryLock() {
+		k.m.Delete(key)
+		mu.(*sync.Mutex).Unlock()
+	}
+}
+
+type groupDemand struct {
+	uids   []types.UID
+	copies int
+	demand autoscaling.Demand
+}
+
+type requestBackoff struct {
+	until    time.Time
+	failures int
+	message  string
+}
+
+func newAutoscaler(req autoscaling.Requester, cfg Config, recorder record.EventRecorder, clk clock.PassiveClock, poke func()) *autoscaler {
+	return &autoscaler{
+		req:         req,
+		timeout:     cfg.CapacityRequestTimeout,
+		maxPods:     int32(cfg.CapacityRequestMaxPods),
+		image:       cfg.CapacityRequestImage,
+		strict:      cfg.QueueingStrategy == capacity.StrictFIFO,
+		clock:       clk,
+		recorder:    recorder,
+		poke:        poke,
+		work:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "capacity-requests"}),
+		demands:     map[string]groupDemand{},
+		want:        map[string]autoscaling.Demand{},
+		backoff:     map[string]requestBackoff{},
+		failed:      map[string]string{},
+		provisioned: map[string]string{},
+	}
+}
+
+// start runs the Requester's informer and the workers until ctx ends, and
+// returns what must sync before the first cycle.
+func (s *autoscaler) start(ctx context.Context, wg *sync.WaitGroup) cache.InformerSynced {
+	synced := s.req.Start(ctx, func(string) { s.poke() })
+	wg.Go(func() {
+		<-ctx.Done()
+		s.work.ShutDown()
+	})
+	for range 2 {
+		wg.Go(func() {
+			for s.next(ctx) {
+			}
+		})
+	}
+	return synced
+}
+
+// offer records the demand of a gang that waits for capacity: its gated
+// pods and the pods of its createdLater roles, built again only when they
+// change. Called from the group's sync.
+func (s *autoscaler) offer(key string, pg *v1alpha1.PodGroup, pods []*corev1.Pod, copies []capacity.Copies) {
+	// The index lists a group's pods in no fixed order: sorted, the same
+	// pods make the same demand, and the same hash.
+	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	n := 0
+	for _, c := range copies {
+		n += c.Count
+	}
+	s.mu.Lock()
+	old, ok := s.demands[key]
+	s.mu.Unlock()
+	if ok && old.demand.UID == pg.UID && old.copies == n && slices.Equal(old.uids, uids) {
+		return
+	}
+	all := append([]*corev1.Pod(nil), pods...)
+	for _, c := range copies {
+		for range c.Count {
+			all = append(all, c.Template)
+		}
+	}
+	sets, hash := autoscaling.PodSets(all, pg.Name, s.image)
+	d := autoscaling.Demand{Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID, PodSets: sets, Hash: hash}
+	s.mu.Lock()
+	s.demands[key] = groupDemand{uids: uids, copies: n, demand: d}
+	s.mu.Unlock()
+}
+
+// forget drops what is known of a group that is gone, or no longer waits;
+// its request, if any, is withdrawn by the next plan.
+func (s *autoscaler) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.demands, key)
+	delete(s.backoff, key)
+	delete(s.failed, key)
+	delete(s.provisioned, key)
+	s.busy.forget(key)
+}
+
+// plan is the admission cycle's last step: it decides which waiting gangs
+// ask for room, and rewrites their verdicts to say so. verdicts are in
+// queue order. It makes no API call: the workers do.
+//
+//   - Only a gang that waits for capacity (InsufficientCapacity, or
+//     ExceedsClusterCapacity, since nodes may be added) asks; not one that
+//     preempts, is queued behind the StrictFIFO head, or waits for pods.
+//   - Gangs ask whole, in queue order, while their pods fit the bound
+//     (--capacity-request-max-pods): once a gang does not, no gang behind it
+//     asks, so no autoscaler is asked for a gang that priority or FIFO would
+//     not run next. Under StrictFIFO only the head asks.
+//   - A request that stood --capacity-request-timeout without room for the
+//     whole gang, or that the autoscaler refused, is withdrawn, and the
+//     gang asks again after a backoff.
+func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	budget := s.maxPods
+	closed := false
+	want := map[string]autoscaling.Demand{}
+	var asked int32
+	for i := range verdicts {
+		v := &verdicts[i]
+		gd, ok := s.demands[v.Key]
+		if !ok {
+			continue // joiners of an admitted group, which ask for nothing
+		}
+		if v.Admit {
+			if st, ok := s.req.State(v.Key); ok {
+				metrics.capacityRequestAdmission.Observe(now.Sub(st.Since).Seconds())
+				if st.Provisioned > 0 {
+					s.announceProvisioned(v.Key, gd.demand, st)
+				}
+			}
+			delete(s.backoff, v.Key)
+			continue
+		}
+		if len(v.Victims) > 0 || (v.Reason != scheduling.ReasonInsufficientCapacity && v.Reason != scheduling.ReasonExceedsClusterCapacity) {
+			continue
+		}
+		if b, ok := s.backoff[v.Key]; ok && now.Before(b.until) {
+			v.Reason = scheduling.ReasonNodesNotProvisioned
+			v.Message = truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
+			if s.strict {
+				closed = true
+			}
+			continue
+		}
+		if closed {
+			continue
+		}
+		d := gd.demand
+		if d.Pods() > budget {
+			closed = true
+			continue
+		}
+		if s.strict {
+			closed = true
+		}
+		st, has := s.req.State(v.Key)
+		if has && st.Hash == d.Hash {
+			refused := st.Failed != ""
+			if refused || now.Sub(st.Since) >= s.timeout {
+				s.withdraw(v, d, st, refused, now)
+				continue
+			}
+			if st.Provisioned >= d.Pods() {
+				s.announceProvisioned(v.Key, d, st)
+			}
+			v.Reason = scheduling.ReasonWaitingForNodes
+			v.Message = truncate(fmt.Sprintf("asked the autoscaler for room for %d pods at %s with %s: %d of %d have room; withdrawn at %s unless all do (--capacity-request-timeout); now: %s",
+				d.Pods(), st.Since.UTC().Format(time.RFC3339), st.Name, st.Provisioned, d.Pods(),
+				st.Since.Add(s.timeout).UTC().Format(time.RFC3339), v.Message))
+		} else {
+			v.Reason = scheduling.ReasonWaitingForNodes
+			msg := fmt.Sprintf("asking the autoscaler for room for %d pods (%s)", d.Pods(), s.req.Kind())
+			if why := s.failed[v.Key]; why != "" {
+				msg += "; making it failed: " + why
+			}
+			v.Message = truncate(msg + "; now: " + v.Message)
+		}
+		budget -= d.Pods()
+		asked += d.Pods()
+		want[v.Key] = d
+	}
+	for key, d := range want {
+		if old, ok := s.want[key]; !ok || old.Hash != d.Hash {
+			s.work.Add(key)
+		} else if st, ok := s.req.State(key); !ok || st.Hash != d.Hash || st.Requested < d.Pods() {
+			s.work.Add(key) // gone meanwhile: a pod preempted, or deleted by hand
+		}
+	}
+	for key := range s.want {
+		if _, ok := want[key]; !ok {
+			s.work.Add(key)
+		}
+	}
+	for _, key := range s.req.Keys() {
+		if _, ok := want[key]; !ok {
+			s.work.Add(key)
+		}
+	}
+	s.want = want
+	metrics.capacityRequestPods.Set(float64(asked))
+}
+
+// announceProvisioned records, once per request, that the autoscaler
+// provided the room: all of it exists, or the gang fits now. Called with
+// s.mu held.
+func (s *autoscaler) announceProvisioned(key string, d autoscaling.Demand, st autoscaling.State) {
+	if s.provisioned[key] == st.Hash {
+		return
+	}
+	s.provisioned[key] = st.Hash
+	s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityProvisioned,
+		"the autoscaler provided room for the gang, asked for with %s at %s: %d of the %d pods asked for have it",
+		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)
+}
+
+// withdraw ends a request that timed out or was refused: the verdict says
+// why, and the gang waits out its backoff. The workers delete the request,
+// since it is no longer wanted. Called with s.mu held.
+func (s *autoscaler) withdraw(v *capacity.Verdict, d autoscaling.Demand, st autoscaling.State, refused bool, now time.Time) {
+	b := s.backoff[v.Key]
+	b.failures++
+	b.until = now.Add(min(capacityRequestBackoff<<(b.failures-1), capacityRequestMaxBackoff))
+	reason := "timeout"
+	if refused {
+		reason = "refused"
+		b.message = fmt.Sprintf("the autoscaler cannot provide room for the %d pods asked for with %s: %s; request withdrawn", d.Pods(), st.Name, st.Failed)
+	} else {
+		b.message = fmt.Sprintf("the autoscaler provided room for %d of the %d pods asked for with %s within %s (--capacity-request-timeout); request withdrawn so that it can take back the nodes it added",
+			st.Provisioned, d.Pods(), st.Name, s.timeout)
+	}
+	s.backoff[v.Key] = b
+	delete(s.provisioned, v.Key)
+	metrics.capacityRequestsWithdrawn.WithLabelValues(reason).Inc()
+	s.recorder.Event(groupRef(d), corev1.EventTypeWarning, scheduling.EventCapacityRequestWithdrawn, b.message)
+	v.Reason = scheduling.ReasonNodesNotProvisioned
+	v.Message = truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
+}
+
+// next makes one group's request what the last plan decided.
+func (s *autoscaler) next(ctx context.Context) bool {
+	key, quit := s.work.Get()
+	if quit {
+		return false
+	}
+	defer s.work.Done(key)
+	if err := s.sync(ctx, key); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Capacity request", "podgroup", key)
+		s.work.AddRateLimited(key)
+		return true
+	}
+	s.work.Forget(key)
+	return true
+}
+
+func (s *autoscaler) sync(ctx context.Context, key string) error {
+	defer s.busy.lock(key)()
+	s.mu.Lock()
+	d, wanted := s.want[key]
+	s.mu.Unlock()
+	if !wanted {
+		if _, ok := s.req.State(key); !ok && !slices.Contains(s.req.Keys(), key) {
+			return nil
+		}
+		klog.FromContext(ctx).V(2).Info("Withdrawing capacity request", "podgroup", key)
+		return s.req.Withdraw(ctx, key)
+	}
+	st, had := s.req.State(key)
+	if had && st.Hash == d.Hash && st.Requested >= d.Pods() {
+		return nil
+	}
+	err := s.req.Request(ctx, d)
+	s.mu.Lock()
+	if err != nil {
+		s.failed[key] = err.Error()
+	} else {
+		delete(s.failed, key)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.poke() // the group's message says why
+		return err
+	}
+	if !had || st.Hash != d.Hash {
+		metrics.capacityRequested.WithLabelValues(s.req.Kind()).Add(float64(d.Pods()))
+		s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityRequested,
+			"asked the autoscaler for room for %d pods, in %d shapes, with a %s request, since they do not fit the nodes there are",
+			d.Pods(), len(d.PodSets), s.req.Kind())
+	}
+	return nil
+}
+
+// beforeRelease withdraws the group's request before any of its pods is
+// released: the gang was placed on the room the request holds, which must
+// be free when kube-scheduler sees the released pods.
+func (s *autoscaler) beforeRelease(ctx context.Context, key string) error {
+	s.mu.Lock()
+	delete(s.want, key)
+	delete(s.demands, key)
+	s.mu.Unlock()
+	// A worker making the request now finishes first; none starts again,
+	// since it is no longer wanted.
+	defer s.busy.lock(key)()
+	return s.req.Withdraw(ctx, key)
+}
+
+// groupRef is the PodGroup an event is about.
+func groupRef(d autoscaling.Demand) *v1alpha1.PodGroup {
+	return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name, UID: d.UID}}
+}

@@ -1,0 +1,370 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
+	"github.com/muster-dev/muster/pkg/controller/capacity"
+)
+
+// fakeRequester is a Requester over a map: the planner's logic is pure,
+// and what a real one creates is tested in package autoscaling and e2e.
+type fakeRequester struct {
+	mu        sync.Mutex
+	states    map[string]autoscaling.State
+	requested []string
+	withdrawn []string
+	fail      error
+}
+
+func (f *fakeRequester) Kind() string { return autoscaling.KindPods }
+func (f *fakeRequester) Start(context.Context, func(string)) func() bool {
+	return func() bool { return true }
+}
+func (f *fakeRequester) Request(_ context.Context, d autoscaling.Demand) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	f.requested = append(f.requested, d.Key())
+	f.states[d.Key()] = autoscaling.State{Kind: autoscaling.KindPods, Name: "pods", Hash: d.Hash, Since: time.Unix(0, 0), Requested: d.Pods()}
+	return nil
+}
+func (f *fakeRequester) Withdraw(_ context.Context, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.withdrawn = append(f.withdrawn, key)
+	delete(f.states, key)
+	return nil
+}
+func (f *fakeRequester) State(key string) (autoscaling.State, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.states[key]
+	return st, ok
+}
+func (f *fakeRequester) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for k := range f.states {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func gpuPods(group string, n int) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%d", group, i), UID: types.UID(fmt.Sprintf("%s-%d", group, i)),
+				Labels: map[string]string{scheduling.PodGroupLabel: group, "app": group}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			}}}},
+		}
+	}
+	return out
+}
+
+func TestAutoscalerPlan(t *testing.T) {
+	t0 := time.Unix(10000, 0)
+	timeout := 5 * time.Minute
+	waiting := func(key string) capacity.Verdict {
+		return capacity.Verdict{Key: "ns/" + key, Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}
+	}
+	exceeds := func(key string) capacity.Verdict {
+		return capacity.Verdict{Key: "ns/" + key, Reason: scheduling.ReasonExceedsClusterCapacity, Message: "never fits"}
+	}
+	type gang struct {
+		name string
+		pods int
+	}
+	tests := []struct {
+		name     string
+		gangs    []gang
+		verdicts []capacity.Verdict
+		maxPods  int
+		strict   bool
+		// states are requests that exist, by group name: Provisioned,
+		// age, and "failed" or "stale" (made for other pods).
+		states  map[string]string
+		backoff map[string]time.Duration // group -> backoff left
+		// wantWanted are the groups whose request is wanted after the plan.
+		wantWanted []string
+		// wantReason/wantMsg per group (the verdict after the plan).
+		wantReason map[string]string
+		wantMsg    map[string]string
+		// wantWork are the groups queued for a worker.
+		wantWork []string
+	}{
+		{
+			name:       "a gang that does not fit asks for room",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{waiting("a")},
+			wantWanted: []string{"a"},
+			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
+			wantMsg:    map[string]string{"a": "asking the autoscaler for room for 8 pods (Pods); now: does not fit"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "a gang larger than the idle cluster asks too: nodes may be added",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{exceeds("a")},
+			wantWanted: []string{"a"},
+			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "gangs ask in queue order within the bound, and none behind one that does not fit the bound",
+			gangs:      []gang{{"a", 8}, {"b", 4}, {"c", 1}},
+			verdicts:   []capacity.Verdict{waiting("a"), waiting("b"), waiting("c")},
+			maxPods:    10,
+			wantWanted: []string{"a"},
+			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes, "b": scheduling.ReasonInsufficientCapacity, "c": scheduling.ReasonInsufficientCapacity},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "BestEffortFIFO: every waiting gang within the bound asks",
+			gangs:      []gang{{"a", 8}, {"b", 4}},
+			verdicts:   []capacity.Verdict{waiting("a"), waiting("b")},
+			wantWanted: []string{"a", "b"},
+			wantWork:   []string{"a", "b"},
+		},
+		{
+			name:       "StrictFIFO: only the head asks",
+			gangs:      []gang{{"a", 8}, {"b", 4}},
+			verdicts:   []capacity.Verdict{exceeds("a"), waiting("b")},
+			strict:     true,
+			wantWanted: []string{"a"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:  "a gang that preempts, one queued and one admitted ask for nothing",
+			gangs: []gang{{"p", 2}, {"q", 2}, {"ok", 2}},
+			verdicts: []capacity.Verdict{
+				{Key: "ns/p", Reason: scheduling.ReasonPreempting, Victims: []*capacity.Victim{{Key: "ns/v"}}},
+				{Key: "ns/q", Reason: scheduling.ReasonQueued},
+				{Key: "ns/ok", Admit: true},
+			},
+			wantReason: map[string]string{"q": scheduling.ReasonQueued},
+		},
+		{
+			name:       "an admitted gang's request and an orphan request are withdrawn",
+			gangs:      []gang{{"ok", 2}},
+			verdicts:   []capacity.Verdict{{Key: "ns/ok", Admit: true}},
+			states:     map[string]string{"ok": "2/2 1m", "gone": "1/1 1m"},
+			wantWork:   []string{"gone", "ok"},
+			wantWanted: nil,
+		},
+		{
+			name:       "a request in progress says how much of it has room",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{waiting("a")},
+			states:     map[string]string{"a": "6/8 1m"},
+			wantWanted: []string{"a"},
+			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
+			wantMsg:    map[string]string{"a": "asked the autoscaler for room for 8 pods at 1970-01-01T02:45:40Z with pods: 6 of 8 have room; withdrawn at 1970-01-01T02:50:40Z unless all do (--capacity-request-timeout); now: does not fit"},
+			// A new leader's first plan: the worker finds it made.
+			wantWork: []string{"a"},
+		},
+		{
+			name:       "a request for pods that changed is made again",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{waiting("a")},
+			states:     map[string]string{"a": "8/8 1m stale"},
+			wantWanted: []string{"a"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "a request that timed out is withdrawn, and says how much had room",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{waiting("a")},
+			states:     map[string]string{"a": "6/8 5m"},
+			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned},
+			wantMsg:    map[string]string{"a": "the autoscaler provided room for 6 of the 8 pods asked for with pods within 5m0s (--capacity-request-timeout); request withdrawn so that it can take back the nodes it added; asking again at 1970-01-01T02:47:40Z"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "a request the autoscaler refused is withdrawn at once",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{waiting("a")},
+			states:     map[string]string{"a": "0/8 1m failed"},
+			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned},
+			wantMsg:    map[string]string{"a": "the autoscaler cannot provide room for the 8 pods asked for with pods: no capacity; request withdrawn; asking again at 1970-01-01T02:47:40Z"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "during its backoff a gang asks for nothing, and under StrictFIFO nor does any behind it",
+			gangs:      []gang{{"a", 8}, {"b", 1}},
+			verdicts:   []capacity.Verdict{waiting("a"), waiting("b")},
+			strict:     true,
+			backoff:    map[string]time.Duration{"a": time.Minute},
+			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned, "b": scheduling.ReasonInsufficientCapacity},
+		},
+		{
+			name:       "once its backoff ends it asks again",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []capacity.Verdict{waiting("a")},
+			backoff:    map[string]time.Duration{"a": -time.Second},
+			wantWanted: []string{"a"},
+			wantWork:   []string{"a"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &fakeRequester{states: map[string]autoscaling.State{}}
+			cfg := DefaultConfig()
+			cfg.CapacityRequestTimeout = timeout
+			if tc.maxPods > 0 {
+				cfg.CapacityRequestMaxPods = tc.maxPods
+			}
+			if tc.strict {
+				cfg.QueueingStrategy = capacity.StrictFIFO
+			}
+			s := newAutoscaler(req, cfg, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(t0), func() {})
+			defer s.work.ShutDown()
+			for _, g := range tc.gangs {
+				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.name, UID: types.UID("uid-" + g.name)}}
+				s.offer("ns/"+g.name, pg, gpuPods(g.name, g.pods), nil)
+			}
+			for name, spec := range tc.states {
+				var have, of int32
+				var age time.Duration
+				var extra string
+				fmt.Sscanf(spec, "%d/%d %s %s", &have, &of, new(string), &extra)
+				age, _ = time.ParseDuration(strings.Fields(spec)[1])
+				st := autoscaling.State{Kind: autoscaling.KindPods, Name: "pods", Since: t0.Add(-age), Requested: of, Provisioned: have}
+				if d, ok := s.demands["ns/"+name]; ok && extra != "stale" {
+					st.Hash = d.demand.Hash
+				}
+				if extra == "failed" {
+					st.Failed = "no capacity"
+				}
+				req.states["ns/"+name] = st
+			}
+			for name, left := range tc.backoff {
+				s.backoff["ns/"+name] = requestBackoff{until: t0.Add(left), failures: 1, message: "timed out"}
+			}
+			verdicts := append([]capacity.Verdict(nil), tc.verdicts...)
+			s.plan(verdicts, t0)
+
+			var wanted []string
+			for k := range s.want {
+				wanted = append(wanted, strings.TrimPrefix(k, "ns/"))
+			}
+			sort.Strings(wanted)
+			if strings.Join(wanted, ",") != strings.Join(tc.wantWanted, ",") {
+				t.Errorf("wanted requests: got %v, want %v", wanted, tc.wantWanted)
+			}
+			byKey := map[string]capacity.Verdict{}
+			for _, v := range verdicts {
+				byKey[strings.TrimPrefix(v.Key, "ns/")] = v
+			}
+			for g, r := range tc.wantReason {
+				if byKey[g].Reason != r {
+					t.Errorf("%s: reason %q, want %q (%s)", g, byKey[g].Reason, r, byKey[g].Message)
+				}
+			}
+			for g, m := range tc.wantMsg {
+				if byKey[g].Message != m {
+					t.Errorf("%s: message\n got %q\nwant %q", g, byKey[g].Message, m)
+				}
+			}
+			var work []string
+			for s.work.Len() > 0 {
+				k, _ := s.work.Get()
+				work = append(work, strings.TrimPrefix(k, "ns/"))
+				s.work.Done(k)
+			}
+			sort.Strings(work)
+			if strings.Join(work, ",") != strings.Join(tc.wantWork, ",") {
+				t.Errorf("queued for the workers: got %v, want %v", work, tc.wantWork)
+			}
+		})
+	}
+}
+
+// TestAutoscalerSync checks what the workers do with a plan: make a wanted
+// request, withdraw one no longer wanted, and say why a request failed.
+func TestAutoscalerSync(t *testing.T) {
+	t0 := time.Unix(10000, 0)
+	req := &fakeRequester{states: map[string]autoscaling.State{}}
+	rec := record.NewFakeRecorder(100)
+	s := newAutoscaler(req, DefaultConfig(), rec, clocktesting.NewFakePassiveClock(t0), func() {})
+	defer s.work.ShutDown()
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+	s.offer("ns/a", pg, gpuPods("a", 8), nil)
+	ctx := context.Background()
+
+	s.plan([]capacity.Verdict{{Key: "ns/a", Reason: scheduling.ReasonInsufficientCapacity}}, t0)
+	if err := s.sync(ctx, "ns/a"); err != nil {
+		t.Fatal(err)
+	}
+	if len(req.requested) != 1 {
+		t.Fatalf("requests made: %v, want one", req.requested)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, scheduling.EventCapacityRequested) || !strings.Contains(ev, "8 pods, in 1 shapes") {
+		t.Errorf("event %q", ev)
+	}
+	// Made already: a second sync makes nothing.
+	if err := s.sync(ctx, "ns/a"); err != nil || len(req.requested) != 1 {
+		t.Fatalf("second sync: err %v, requests %v", err, req.requested)
+	}
+	// The gang is released: its request goes first.
+	if err := s.beforeRelease(ctx, "ns/a"); err != nil || len(req.withdrawn) != 1 {
+		t.Fatalf("beforeRelease: err %v, withdrawn %v", err, req.withdrawn)
+	}
+
+	// A request the API refuses: the error is kept for the message.
+	req.fail = fmt.Errorf(`pods "a-cr-0" is forbidden: exceeded quota: gpus`)
+	s.offer("ns/a", pg, gpuPods("a", 8), nil)
+	s.plan([]capacity.Verdict{{Key: "ns/a", Reason: scheduling.ReasonInsufficientCapacity}}, t0)
+	if err := s.sync(ctx, "ns/a"); err == nil {
+		t.Fatal("a refused request is no error")
+	}
+	v := []capacity.Verdict{{Key: "ns/a", Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}}
+	s.plan(v, t0)
+	if want := "asking the autoscaler for room for 8 pods (Pods); making it failed: pods \"a-cr-0\" is forbidden: exceeded quota: gpus; now: does not fit"; v[0].Message != want {
+		t.Errorf("message\n got %q\nwant %q", v[0].Message, want)
+	}
+}
+
+// TestAutoscalerDemandIgnoresPodOrder checks that a gang's demand, and so
+// its request, is the same whatever order its pods come in (the index has
+// none): else each sync would ask anew.
+func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
+	s := newAutoscaler(&fakeRequester{states: map[string]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {})
+	defer s.work.ShutDown()
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+	pods := gpuPods("a", 4)
+	// Pods of different shapes, as an Indexed Job's are (a label each).
+	for i, p := range pods {
+		p.Labels["index"] = fmt.Sprint(i)
+	}
+	s.offer("ns/a", pg, pods, nil)
+	first := s.demands["ns/a"].demand.Hash
+	reversed := []*corev1.Pod{pods[3], pods[1], pods[2], pods[0]}
+	s.offer("ns/a", pg, reversed, nil)
+	if got := s.demands["ns/a"].demand.Hash; got != first {
+		t.Errorf("the same pods in another order make another demand: %s, then %s", first, got)
+	}
+}

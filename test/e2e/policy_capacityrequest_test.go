@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
+	"github.com/muster-dev/muster/pkg/webhook/pods"
+)
+
+// createAs creates p as client; a dry run unless real.
+func createAs(client kubernetes.Interface, p *corev1.Pod, real bool) func(ctx context.Context, _ []string) error {
+	return func(ctx context.Context, _ []string) error {
+		opts := metav1.CreateOptions{}
+		if !real {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, opts)
+		return err
+	}
+}
+
+// TestPolicyMusterCapacityRequestPods: as its service account, Muster's
+// controller may create a capacity-request pod as the controller builds it
+// (RBAC grants create; the PriorityClass it names is installed) and delete
+// it unmarked. muster-pod-creates denies any other pod it creates, naming
+// the field; an administrator is not confined.
+func TestPolicyMusterCapacityRequestPods(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	muster := env.ImpersonatingClient(musterUser())
+	createGroup(t, ctx, ns, "train", 2)
+	pg, err := getGroup(ctx, ns, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacityRequest := func(change func(*corev1.Pod)) *corev1.Pod {
+		member := newPod(ns, "member", podOpts{group: "train", labels: map[string]string{"app": "trainer"}})
+		tmpl := autoscaling.CapacityRequestTemplate(member, pg.Name, scheduling.DefaultCapacityRequestImage)
+		p := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+		p.Name, p.Namespace = "train-cr-0123456789-0", ns
+		p.OwnerReferences = []metav1.OwnerReference{autoscaling.OwnerReference(autoscaling.Demand{Namespace: ns, Name: pg.Name, UID: pg.UID})}
+		if change != nil {
+			change(p)
+		}
+		return p
+	}
+
+	denied := []struct {
+		name, field string
+		pod         *corev1.Pod
+	}{
+		{"an ordinary pod", "metadata.labels[" + scheduling.CapacityRequestLabel + "]", newPod(ns, "plain", podOpts{})},
+		{"another image", "spec.containers[0].image", capacityRequest(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "busybox" })},
+		{"the host network", "spec.hostNetwork", capacityRequest(func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
+		{"a hostPath volume", "spec.volumes", capacityRequest(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		})},
+		{"no priority class", "spec.priorityClassName", capacityRequest(func(p *corev1.Pod) { p.Spec.PriorityClassName = "" })},
+	}
+	for i, d := range denied {
+		var err error
+		if i == 0 {
+			// Until kube-apiserver has loaded the policy.
+			err = waitPolicyDenies(t, ctx, pods.CreatesPolicyName, createAs(muster, d.pod, false))
+		} else {
+			err = createAs(muster, d.pod, false)(ctx, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), policyDenial(pods.CreatesPolicyName)) {
+			t.Errorf("Muster creating %s: got %v, want a denial by %s", d.name, err, pods.CreatesPolicyName)
+			continue
+		}
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), d.field+": Forbidden") {
+			t.Errorf("Muster creating %s: denial %q is not Forbidden on %s", d.name, err, d.field)
+		}
+	}
+	// An administrator is not confined.
+	if err := createAs(kube, newPod(ns, "plain", podOpts{}), false)(ctx, nil); err != nil {
+		t.Errorf("an administrator creating an ordinary pod (dry run): %v", err)
+	}
+
+	cr := capacityRequest(nil)
+	if err := createAs(muster, cr, true)(ctx, nil); err != nil {
+		t.Fatalf("Muster creating a capacity-request pod: %v", err)
+	}
+	created, err := kube.CoreV1().Pods(ns).Get(ctx, cr.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Spec.Priority == nil || *created.Spec.Priority != scheduling.CapacityRequestPriority ||
+		created.Spec.PreemptionPolicy == nil || *created.Spec.PreemptionPolicy != corev1.PreemptNever {
+		t.Errorf("the capacity-request pod has priority %v and preemptionPolicy %v, want %d and Never from %s",
+			created.Spec.Priority, created.Spec.PreemptionPolicy, scheduling.CapacityRequestPriority, scheduling.CapacityRequestPriorityClass)
+	}
+	if err := deletePod(muster, created, true)(ctx, nil); err != nil {
+		t.Errorf("Muster deleting its capacity-request pod, unmarked: %v", err)
+	}
+}
