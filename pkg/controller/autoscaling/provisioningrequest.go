@@ -437,7 +437,22 @@ func trimTemplate(obj interface{}) (interface{}, error) {
 // autoscaling.x-k8s.io/v1 provisioningrequests, which --autoscaling=auto
 // prefers to capacity-request pods.
 func ProvisioningRequestsServed(disc discovery.DiscoveryInterface) (bool, error) {
-	gv := ProvisioningRequestResource.GroupVersion().String()
+	return served(disc, ProvisioningRequestResource)
+}
+
+// KarpenterNodePools is Karpenter's NodePool API: where it is served, an
+// autoscaler provisions for unschedulable pods, so capacity-request pods
+// can get nodes.
+var KarpenterNodePools = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+
+// KarpenterServed reports whether the cluster serves KarpenterNodePools.
+func KarpenterServed(disc discovery.DiscoveryInterface) (bool, error) {
+	return served(disc, KarpenterNodePools)
+}
+
+// served reports whether the cluster serves the resource r.
+func served(disc discovery.DiscoveryInterface, r schema.GroupVersionResource) (bool, error) {
+	gv := r.GroupVersion().String()
 	list, err := disc.ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -446,7 +461,7 @@ func ProvisioningRequestsServed(disc discovery.DiscoveryInterface) (bool, error)
 		return false, fmt.Errorf("discovering %s: %w", gv, err)
 	}
 	for _, res := range list.APIResources {
-		if res.Name == ProvisioningRequestResource.Resource {
+		if res.Name == r.Resource {
 			return true, nil
 		}
 	}
