@@ -133,7 +133,7 @@ func (r *provisioningRequester) Request(ctx context.Context, d Demand) error {
 	haveRequest := false
 	for _, pr := range r.requestsOf(d.Key()) {
 		switch {
-		case pr.GetName() != name || ownerUID(pr.GetOwnerReferences()) != d.UID:
+		case pr.GetName() != name || ownerUID(pr) != d.UID:
 			staleRequests = append(staleRequests, pr)
 		case pr.GetDeletionTimestamp() == nil:
 			haveRequest = true
@@ -146,7 +146,7 @@ func (r *provisioningRequester) Request(ctx context.Context, d Demand) error {
 	var staleTemplates []*corev1.PodTemplate
 	haveTemplate := map[string]bool{}
 	for _, t := range r.templatesOf(d.Key()) {
-		if _, ok := want[t.Name]; !ok || ownerUID(t.OwnerReferences) != d.UID {
+		if _, ok := want[t.Name]; !ok || ownerUID(t) != d.UID {
 			staleTemplates = append(staleTemplates, t)
 		} else if t.DeletionTimestamp == nil {
 			haveTemplate[t.Name] = true
