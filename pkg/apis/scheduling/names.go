@@ -149,10 +149,4 @@ const (
 	// demand it was made for (autoscaling.Demand.Hash): a gang whose pods
 	// changed asks anew.
 	CapacityRequestHashAnnotation = "scheduling.muster.dev/capacity-request-hash"
-	// ConsumeProvisioningRequestAnnotation and ProvisioningClassNameAnnotation,
-	// on a pod, name the ProvisioningRequest whose capacity it consumes and
-	// that request's class: cluster-autoscaler counts the capacity it
-	// booked for the request as taken by such pods.
-	ConsumeProvisioningRequestAnnotation = "autoscaling.x-k8s.io/consume-provisioning-request"
-	ProvisioningClassNameAnnotation      = "autoscaling.x-k8s.io/provisioning-class-name"
 )

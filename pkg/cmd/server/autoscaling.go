@@ -20,7 +20,9 @@ import (
 // count admission, which places nothing and so never knows what does not
 // fit. auto is resolved once, when the controller starts leading: a
 // ProvisioningRequest where the cluster serves the API, else
-// capacity-request pods.
+// capacity-request pods where it serves Karpenter's NodePools, else
+// nothing: on a cluster that no autoscaler grows, capacity-request pods
+// would only hold room that smaller gangs could use.
 func (o *ControllerOptions) newRequester(ctx context.Context, kube kubernetes.Interface, kcfg *rest.Config) (autoscaling.Requester, error) {
 	if o.Admission != podgroup.AdmissionCapacity || o.Autoscaling == podgroup.AutoscalingOff {
 		return nil, nil
@@ -43,6 +45,11 @@ func (o *ControllerOptions) newRequester(ctx context.Context, kube kubernetes.In
 	if err != nil {
 		return nil, err
 	}
+	if kind == "" {
+		klog.FromContext(ctx).Info("No autoscaler found (neither "+provisioningRequestsAPI+" nor Karpenter's NodePools are served): gangs that do not fit ask for no room; "+
+			"set --autoscaling=pods where an autoscaler Muster cannot see provisions for unschedulable pods", "autoscaling", o.Autoscaling)
+		return nil, nil
+	}
 	klog.FromContext(ctx).Info("Gangs that do not fit ask the autoscaler for room", "autoscaling", o.Autoscaling, "requests", kind)
 	if kind == autoscaling.KindPods {
 		return autoscaling.NewPods(kube, o.PatchConcurrency), nil
@@ -57,9 +64,10 @@ func (o *ControllerOptions) newRequester(ctx context.Context, kube kubernetes.In
 // provisioningRequestsAPI names the ProvisioningRequest API in messages.
 var provisioningRequestsAPI = autoscaling.ProvisioningRequestResource.GroupVersion().String() + " " + autoscaling.ProvisioningRequestResource.Resource
 
-// requesterKind is the kind of Requester --autoscaling (not off) asks for;
-// served is false where it asks for ProvisioningRequests explicitly and the
-// cluster does not serve them, so that they could never be made.
+// requesterKind is the kind of Requester --autoscaling (not off) asks for,
+// "" for none (auto, with no autoscaler found); served is false where it
+// asks for ProvisioningRequests explicitly and the cluster does not serve
+// them, so that they could never be made.
 func requesterKind(mode string, disc discovery.DiscoveryInterface) (kind string, served bool, err error) {
 	if mode == podgroup.AutoscalingPods {
 		return autoscaling.KindPods, true, nil
@@ -73,7 +81,13 @@ func requesterKind(mode string, disc discovery.DiscoveryInterface) (kind string,
 		return autoscaling.KindProvisioningRequest, true, nil
 	case mode == podgroup.AutoscalingProvisioningRequest:
 		return "", false, nil
-	default:
+	}
+	karpenter, err := autoscaling.KarpenterServed(disc)
+	if err != nil {
+		return "", false, err
+	}
+	if karpenter {
 		return autoscaling.KindPods, true, nil
 	}
+	return "", true, nil // auto, and no autoscaler to ask
 }

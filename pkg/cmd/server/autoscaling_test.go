@@ -12,11 +12,16 @@ import (
 )
 
 // TestRequesterKind: auto prefers ProvisioningRequests where they are
-// served; provisioningrequest where they are not cannot run.
+// served, then capacity-request pods where Karpenter is, else asks for
+// nothing; provisioningrequest where they are not served cannot run.
 func TestRequesterKind(t *testing.T) {
 	served := []*metav1.APIResourceList{{
 		GroupVersion: autoscaling.ProvisioningRequestResource.GroupVersion().String(),
 		APIResources: []metav1.APIResource{{Name: autoscaling.ProvisioningRequestResource.Resource, Namespaced: true, Kind: autoscaling.ProvisioningRequestKind}},
+	}}
+	karpenter := []*metav1.APIResourceList{{
+		GroupVersion: autoscaling.KarpenterNodePools.GroupVersion().String(),
+		APIResources: []metav1.APIResource{{Name: autoscaling.KarpenterNodePools.Resource, Kind: "NodePool"}},
 	}}
 	tests := []struct {
 		name       string
@@ -26,7 +31,10 @@ func TestRequesterKind(t *testing.T) {
 		wantServed bool
 	}{
 		{"auto where served makes ProvisioningRequests", podgroup.AutoscalingAuto, served, autoscaling.KindProvisioningRequest, true},
-		{"auto where not served makes pods", podgroup.AutoscalingAuto, nil, autoscaling.KindPods, true},
+		{"auto where Karpenter is served makes pods", podgroup.AutoscalingAuto, karpenter, autoscaling.KindPods, true},
+		{"auto where both are served makes ProvisioningRequests", podgroup.AutoscalingAuto, append(served, karpenter...), autoscaling.KindProvisioningRequest, true},
+		{"auto with no autoscaler found makes nothing", podgroup.AutoscalingAuto, nil, "", true},
+		{"pods makes pods with no autoscaler found", podgroup.AutoscalingPods, nil, autoscaling.KindPods, true},
 		{"pods makes pods where ProvisioningRequests are served", podgroup.AutoscalingPods, served, autoscaling.KindPods, true},
 		{"provisioningrequest where served makes them", podgroup.AutoscalingProvisioningRequest, served, autoscaling.KindProvisioningRequest, true},
 		{"provisioningrequest where not served cannot", podgroup.AutoscalingProvisioningRequest, nil, "", false},

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -57,7 +58,7 @@ func NewPods(kube kubernetes.Interface, concurrency int) Requester {
 		}
 		// Only what a PodGroup controls: a pod someone else labelled is
 		// none of Muster's business, and is never deleted.
-		if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" && ownerUID(m.GetOwnerReferences()) != "" {
+		if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" && ownerUID(m) != "" {
 			return []string{m.GetNamespace() + "/" + g}, nil
 		}
 		return nil, nil
@@ -104,7 +105,7 @@ func (r *podRequester) Request(ctx context.Context, d Demand) error {
 	for _, p := range r.pods(d.Key()) {
 		switch {
 		case p.Annotations[scheduling.CapacityRequestHashAnnotation] != d.Hash,
-			ownerUID(p.OwnerReferences) != d.UID,
+			ownerUID(p) != d.UID,
 			p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			// Made for other pods, an earlier group of the same name, or
 			// ended (evicted by the kubelet): it asks for the wrong room.
@@ -306,9 +307,5 @@ func metaOf(obj interface{}) (metav1.Object, error) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no object metadata", obj)
-	}
-	return m, nil
+	return meta.Accessor(obj)
 }

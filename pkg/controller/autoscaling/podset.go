@@ -159,12 +159,10 @@ func OwnerReference(d Demand) metav1.OwnerReference {
 	}
 }
 
-// ownerUID is the UID of the PodGroup that owns obj, if any.
-func ownerUID(refs []metav1.OwnerReference) types.UID {
-	for _, r := range refs {
-		if r.Kind == "PodGroup" && r.Controller != nil && *r.Controller {
-			return r.UID
-		}
+// ownerUID is the UID of the PodGroup that controls obj, if one does.
+func ownerUID(obj metav1.Object) types.UID {
+	if r := metav1.GetControllerOfNoCopy(obj); r != nil && r.Kind == "PodGroup" {
+		return r.UID
 	}
 	return ""
 }

@@ -133,7 +133,7 @@ func (r *provisioningRequester) Request(ctx context.Context, d Demand) error {
 	haveRequest := false
 	for _, pr := range r.requestsOf(d.Key()) {
 		switch {
-		case pr.GetName() != name || ownerUID(pr.GetOwnerReferences()) != d.UID:
+		case pr.GetName() != name || ownerUID(pr) != d.UID:
 			staleRequests = append(staleRequests, pr)
 		case pr.GetDeletionTimestamp() == nil:
 			haveRequest = true
@@ -146,7 +146,7 @@ func (r *provisioningRequester) Request(ctx context.Context, d Demand) error {
 	var staleTemplates []*corev1.PodTemplate
 	haveTemplate := map[string]bool{}
 	for _, t := range r.templatesOf(d.Key()) {
-		if _, ok := want[t.Name]; !ok || ownerUID(t.OwnerReferences) != d.UID {
+		if _, ok := want[t.Name]; !ok || ownerUID(t) != d.UID {
 			staleTemplates = append(staleTemplates, t)
 		} else if t.DeletionTimestamp == nil {
 			haveTemplate[t.Name] = true
@@ -437,7 +437,22 @@ func trimTemplate(obj interface{}) (interface{}, error) {
 // autoscaling.x-k8s.io/v1 provisioningrequests, which --autoscaling=auto
 // prefers to capacity-request pods.
 func ProvisioningRequestsServed(disc discovery.DiscoveryInterface) (bool, error) {
-	gv := ProvisioningRequestResource.GroupVersion().String()
+	return served(disc, ProvisioningRequestResource)
+}
+
+// KarpenterNodePools is Karpenter's NodePool API: where it is served, an
+// autoscaler provisions for unschedulable pods, so capacity-request pods
+// can get nodes.
+var KarpenterNodePools = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+
+// KarpenterServed reports whether the cluster serves KarpenterNodePools.
+func KarpenterServed(disc discovery.DiscoveryInterface) (bool, error) {
+	return served(disc, KarpenterNodePools)
+}
+
+// served reports whether the cluster serves the resource r.
+func served(disc discovery.DiscoveryInterface, r schema.GroupVersionResource) (bool, error) {
+	gv := r.GroupVersion().String()
 	list, err := disc.ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -446,7 +461,7 @@ func ProvisioningRequestsServed(disc discovery.DiscoveryInterface) (bool, error)
 		return false, fmt.Errorf("discovering %s: %w", gv, err)
 	}
 	for _, res := range list.APIResources {
-		if res.Name == ProvisioningRequestResource.Resource {
+		if res.Name == r.Resource {
 			return true, nil
 		}
 	}

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -25,10 +26,8 @@ func requestKey(p *corev1.Pod) string {
 	if g == "" || p.Spec.PriorityClassName != scheduling.CapacityRequestPriorityClass {
 		return ""
 	}
-	for _, r := range p.OwnerReferences {
-		if r.Kind == "PodGroup" && r.Controller != nil && *r.Controller {
-			return p.Namespace + "/" + g
-		}
+	if r := metav1.GetControllerOfNoCopy(p); r != nil && r.Kind == "PodGroup" {
+		return p.Namespace + "/" + g
 	}
 	return ""
 }

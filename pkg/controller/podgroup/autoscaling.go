@@ -344,9 +344,7 @@ func (s *autoscaler) sync(ctx context.Context, key string) error {
 	d, wanted := s.want[key]
 	s.mu.Unlock()
 	if !wanted {
-		if _, ok := s.req.State(key); !ok && !slices.Contains(s.req.Keys(), key) {
-			return nil
-		}
+		// Withdrawing what does not exist costs no API call.
 		klog.FromContext(ctx).V(2).Info("Withdrawing capacity request", "podgroup", key)
 		return s.req.Withdraw(ctx, key)
 	}

@@ -145,7 +145,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"How a gang that does not fit the nodes there are asks a cluster autoscaler for room, with --admission=capacity: "+
 			"'pods' creates capacity-request pods (lowest priority, a pause container) that any autoscaler provisions for; "+
 			"'provisioningrequest' creates one autoscaling.x-k8s.io/v1 ProvisioningRequest (cluster-autoscaler's atomic scale-up); "+
-			"'auto' picks 'provisioningrequest' where the cluster serves it at start, else 'pods'; 'off' asks for nothing.")
+			"'auto' picks 'provisioningrequest' where the cluster serves it when the controller starts leading, else 'pods' where it serves "+
+			"Karpenter's NodePools (karpenter.sh/v1), else nothing; 'off' asks for nothing. Set 'pods' for an autoscaler Muster cannot see "+
+			"(cluster-autoscaler without ProvisioningRequest).")
 	fs.DurationVar(&c.CapacityRequestTimeout, "capacity-request-timeout", c.CapacityRequestTimeout,
 		"How long a gang's capacity request may stand without room for the whole gang; then it is withdrawn, so that the autoscaler can take "+
 			"back the nodes it added, and made again after a backoff (1m, doubling up to 30m).")
