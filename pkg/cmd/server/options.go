@@ -7,6 +7,8 @@ import (
 	"net"
 	"path/filepath"
 
+	logsapi "k8s.io/component-base/logs/api/v1"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +46,11 @@ type Options struct {
 	Controller *ControllerOptions
 	// Webhook configures the pod webhook's own listener.
 	Webhook *WebhookOptions
+	// Logs configures logging as in Kubernetes' own components
+	// (--logging-format, -v, --vmodule); applying it also turns on
+	// contextual logging where its feature gate is on, so that log lines
+	// carry their PodGroup.
+	Logs *logsapi.LoggingConfiguration
 
 	// embeddedEtcdURL is set by Complete when no --etcd-servers was given.
 	embeddedEtcdURL string
@@ -60,6 +67,7 @@ func NewOptions() *Options {
 		DataDir:    "muster-data",
 		Controller: NewControllerOptions(),
 		Webhook:    NewWebhookOptions(),
+		Logs:       logsapi.NewLoggingConfiguration(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -79,6 +87,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Where --standalone writes its kubeconfig. Defaults to <data-dir>/kubeconfig.")
 	o.Controller.AddFlags(fs)
 	o.Webhook.AddFlags(fs)
+	logsapi.AddFlags(o.Logs, fs)
 }
 
 // Complete fills in what the flags left open. flagSet tells which flags the

@@ -22,6 +22,9 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 			"from its own etcd. Register it with kube-apiserver as an APIService, or try it with --standalone.",
 		SilenceUsage: true,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.applyLogging(); err != nil {
+				return err
+			}
 			if err := o.Complete(c.Flags()); err != nil {
 				return err
 			}
