@@ -45,26 +45,13 @@ func TestPlacementDRADevices(t *testing.T) {
 	for _, n := range nodes {
 		publishGPUs(t, ctx, ns, n)
 	}
-	tmpl := &resourcev1.ResourceClaimTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
-		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
-			Requests: []resourcev1.DeviceRequest{{Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{
-				DeviceClassName: gpuClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: gpusPerPod,
-			}}},
-		}}},
-	}
-	if _, err := kube.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ResourceClaimTemplate: %v", err)
-	}
+	tmpl := createGPUTemplate(t, ctx, ns, "gpus", gpusPerPod)
 
 	w := watchPlacement(t, ctx, ns)
-	claimGPUs := func(p *corev1.Pod) {
-		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &tmpl.Name}}
-		p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
-	}
+	withGPUs := func(p *corev1.Pod) { claimGPUs(tmpl)(&p.Spec) }
 	createGroup(t, ctx, ns, "a", draGangPods)
 	createGroup(t, ctx, ns, "b", draGangPods)
-	a, b := gangPods(ns, "a", draGangPods, "1", "5s", claimGPUs), gangPods(ns, "b", draGangPods, "1", "5s", claimGPUs)
+	a, b := gangPods(ns, "a", draGangPods, "1", "5s", withGPUs), gangPods(ns, "b", draGangPods, "1", "5s", withGPUs)
 	var all []*corev1.Pod
 	for i := range a {
 		all = append(all, a[i], b[i])
@@ -140,6 +127,33 @@ func createDeviceClass(t *testing.T, ctx context.Context, ns string) {
 			t.Errorf("deleting DeviceClass: %v", err)
 		}
 	})
+}
+
+// createGPUTemplate creates a ResourceClaimTemplate of count devices of
+// the test driver.
+func createGPUTemplate(t *testing.T, ctx context.Context, ns, name string, count int) *resourcev1.ResourceClaimTemplate {
+	t.Helper()
+	tmpl := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: gpuClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: int64(count),
+			}}},
+		}}},
+	}
+	created, err := kube.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tmpl, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ResourceClaimTemplate: %v", err)
+	}
+	return created
+}
+
+// claimGPUs gives a pod a claim from tmpl, which its container uses.
+func claimGPUs(tmpl *resourcev1.ResourceClaimTemplate) func(*corev1.PodSpec) {
+	return func(spec *corev1.PodSpec) {
+		spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &tmpl.Name}}
+		spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+	}
 }
 
 // publishGPUs publishes, as the driver's kubelet plugin would, one

@@ -237,9 +237,11 @@ func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods in
 	for _, key := range c.Preempting {
 		if v := pool.Marked[key]; v != nil {
 			inFlight = true
-			if v.Pods() > 0 {
+			// Pods being deleted hold no capacity but keep their devices
+			// until they are gone: the gang holds those too.
+			if v.holdsAnything() {
 				going = append(going, v)
-				pods += v.Pods()
+				pods += v.Pods() + v.leaving
 			}
 			continue
 		}
@@ -278,11 +280,7 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 	if p.opts.Victims == nil || c.Need == 0 {
 		return Verdict{Message: msg}, false
 	}
-	// What preemption places only decides or holds room; nothing is
-	// released from here, so the rule that guards releases onto nodes
-	// kube-scheduler still sees full (draining.go) does not apply.
-	s.ignoreDraining = true
-	defer func() { s.ignoreDraining = false }()
+	defer s.preempting()()
 	pool := p.fetch()
 	if going, pods, inFlight := p.recorded(c, pool); inFlight {
 		for _, v := range going {

@@ -85,6 +85,10 @@ type Filters struct {
 	mu     sync.Mutex
 	fw     schedfw.Framework
 	lister *sharedLister
+	// devices is the DRA manager the plugins read, which counts the
+	// devices of preemption's victims as free while a preemptor is placed
+	// (victimdevices.go); nil without DRA.
+	devices *victimDevices
 	// DRA says whether DynamicResources runs: the cluster serves
 	// resource.k8s.io/v1 (1.34 and later).
 	DRA     bool
@@ -144,6 +148,7 @@ func NewFilters(ctx context.Context, kube kubernetes.Interface, dra bool) (*Filt
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())),
 	}
 	var synced []cache.InformerSynced
+	var devices *victimDevices
 	if dra {
 		claims := factory.Resource().V1().ResourceClaims().Informer()
 		synced = append(synced, claims.HasSynced)
@@ -155,13 +160,14 @@ func NewFilters(ctx context.Context, kube kubernetes.Interface, dra bool) (*Filt
 			return nil, fmt.Errorf("tracking ResourceSlices: %w", err)
 		}
 		claimCache := assumecache.NewAssumeCache(klog.FromContext(ctx), claims, "ResourceClaim", "", nil)
-		opts = append(opts, frameworkruntime.WithSharedDRAManager(dynamicresources.NewDRAManager(ctx, claimCache, slices, factory)))
+		devices = newVictimDevices(dynamicresources.NewDRAManager(ctx, claimCache, slices, factory))
+		opts = append(opts, frameworkruntime.WithSharedDRAManager(devices))
 	}
 	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduler's filters: %w", err)
 	}
-	return &Filters{fw: fw, lister: lister, DRA: dra, factory: factory, synced: append(synced, handlers.hasSynced)}, nil
+	return &Filters{fw: fw, lister: lister, devices: devices, DRA: dra, factory: factory, synced: append(synced, handlers.hasSynced)}, nil
 }
 
 // filterProfile is the default profile with only filterPlugins enabled. Its

@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -120,6 +121,9 @@ func withToleration(k string) podOpt {
 	}
 }
 func onNode(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+func version(rv int) podOpt {
+	return func(p *corev1.Pod) { p.ResourceVersion = strconv.Itoa(rv) }
+}
 func phase(ph corev1.PodPhase) podOpt {
 	return func(p *corev1.Pod) { p.Status.Phase = ph }
 }

@@ -107,10 +107,14 @@ func (s *Snapshot) Discard(r Result) {
 
 // Close gives back everything the cycle reserved: the next cycle's snapshot
 // sees the admitted pods in the tracker and reserves their volumes and
-// devices again until they are bound (replay).
+// devices again until they are bound (replay). The devices of the victims
+// taken off count as allocated again.
 func (s *Snapshot) Close() {
 	s.unreserve(s.reserved)
 	s.reserved = nil
+	if s.filters != nil && s.filters.devices != nil {
+		s.filters.devices.claims.reset()
+	}
 	if s.filters != nil && s.filters.lister.s == s {
 		s.filters.lister.s = nil
 	}

@@ -24,6 +24,12 @@ type running struct {
 	cpu      string
 	// preempted marks a victim whose pods are still going.
 	preempted bool
+	// claims gives pod i the claim <key>-<i> by name; generated, from a
+	// template, as the ResourceClaim controller names it in the pod's
+	// status (victimdevices_test.go makes the claims).
+	claims, generated bool
+	// deleting marks its pods as being deleted.
+	deleting bool
 }
 
 var t0 = time.Unix(10_000, 0)
@@ -35,6 +41,16 @@ func trackerRunning(nodes []*corev1.Node, gangs []running, unmanaged ...*corev1.
 	for _, g := range gangs {
 		for i, n := range g.nodes {
 			p := pod(fmt.Sprintf("%s-%d", g.key, i), g.cpu, onNode(n), withPriority(g.priority))
+			claim := fmt.Sprintf("%s-%d", g.key, i)
+			switch {
+			case g.generated:
+				generatedClaim(claim)(p)
+			case g.claims:
+				namedClaim(claim)(p)
+			}
+			if g.deleting {
+				deleting(p)
+			}
 			t.SetManagedPod(g.key, p, false)
 		}
 		t.SetGroupState(g.key, &GroupState{UID: types.UID("uid-" + g.key), Admitted: !g.preempted, Preempted: g.preempted,

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +93,8 @@ type managedPod struct {
 	node   string // spec.nodeName
 	pinned string // the node a released pod is pinned to
 	holds  string // the node this pod's requests count on, or ""
+	// rv is the resourceVersion of the state recorded, 0 if unknown.
+	rv uint64
 }
 
 // NewTracker returns an empty tracker. fastRelease makes pods with a
@@ -243,7 +246,19 @@ func (t *Tracker) UnmanagedPods() int {
 
 // SetManagedPod records one of Muster's pods, of group key. A pod whose
 // group label changed is moved.
+//
+// The controller also records what its own pod patches return, before the
+// informer shows it (a released pod holds its node from then on); an older
+// state the informer delivers after that is ignored.
 func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
+	rv := resourceVersion(p)
+	t.mu.RLock()
+	old, ok := t.managed[p.UID]
+	stale := ok && rv != 0 && old.rv > rv
+	t.mu.RUnlock()
+	if stale {
+		return
+	}
 	pp := PlacementPod(p)
 	mp := &managedPod{
 		group:  key,
@@ -253,10 +268,14 @@ func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
 		gated:  gated,
 		node:   p.Spec.NodeName,
 		pinned: scheduling.PinnedNode(p),
+		rv:     rv,
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if old, ok := t.managed[p.UID]; ok {
+		if rv != 0 && old.rv > rv {
+			return // a newer state was recorded meanwhile
+		}
 		// An update: the holding moves with the new state below.
 		if old.holds != "" {
 			t.release(old.holds, old.info)
@@ -494,4 +513,16 @@ func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
 		s.unbound = append(s.unbound, holder{pod: mp.info.GetPod(), node: mp.holds})
 	}
 	return s
+}
+
+// resourceVersion is the pod's resourceVersion as a number, or 0. Muster
+// compares the versions of one pod only, to keep the newer of the state its
+// own patch returned and the state its informer delivers; kube-apiserver's
+// etcd3 storage gives them in increasing order.
+func resourceVersion(p *corev1.Pod) uint64 {
+	rv, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return rv
 }

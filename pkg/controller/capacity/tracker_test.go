@@ -105,6 +105,30 @@ func TestTrackerHoldings(t *testing.T) {
 			want: map[string]int64{"a": 4000},
 		},
 		{
+			// The controller records what its release patch returned
+			// (version 7); the informer then delivers the pod's older,
+			// gated state (version 6), and the group's status drops the
+			// placement: the pod still holds its node.
+			name: "a released pod's older, gated state delivered late is ignored",
+			steps: []step{
+				setManaged(pod("m", "4", version(6)), true),
+				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+				setManaged(pod("m", "4", pinnedTo("a"), version(7)), false),
+				setManaged(pod("m", "4", version(6)), true),
+				func(tr *Tracker) { tr.SetPlacements("ns/g", nil) },
+			},
+			want: map[string]int64{"a": 4000},
+		},
+		{
+			name: "a newer state replaces the one recorded",
+			steps: []step{
+				setManaged(pod("m", "4", pinnedTo("a"), version(7)), false),
+				setManaged(pod("m", "4", pinnedTo("a"), onNode("a"), phase(corev1.PodSucceeded), version(9)), false),
+				setManaged(pod("m", "4", pinnedTo("a"), onNode("a"), version(8)), false),
+			},
+			want: map[string]int64{},
+		},
+		{
 			name: "pinned then bound: held once, on its node",
 			steps: []step{
 				setManaged(pod("m", "4", pinnedTo("a")), false),

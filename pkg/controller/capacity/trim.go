@@ -17,7 +17,9 @@ import (
 //     NodePorts;
 //   - volumes that name storage (not configMaps, secrets, emptyDirs and
 //     the like): the volume filters;
-//   - resource claims and their statuses: DynamicResources;
+//   - resource claims and their statuses, and the claim of its extended
+//     resources: DynamicResources, and preemption, which frees the devices
+//     of its victims' claims (victimdevices.go);
 //   - phase and the resized resources in the statuses;
 //   - priority and creation time, which preemption orders victims by, and
 //     the preemption policy (draining.go).
@@ -48,12 +50,13 @@ func PlacementPod(p *corev1.Pod) *corev1.Pod {
 			PreemptionPolicy:          p.Spec.PreemptionPolicy,
 		},
 		Status: corev1.PodStatus{
-			Phase:                 p.Status.Phase,
-			Resources:             p.Status.Resources,
-			AllocatedResources:    p.Status.AllocatedResources,
-			ContainerStatuses:     TrimContainerStatuses(p.Status.ContainerStatuses),
-			InitContainerStatuses: TrimContainerStatuses(p.Status.InitContainerStatuses),
-			ResourceClaimStatuses: p.Status.ResourceClaimStatuses,
+			Phase:                       p.Status.Phase,
+			Resources:                   p.Status.Resources,
+			AllocatedResources:          p.Status.AllocatedResources,
+			ContainerStatuses:           TrimContainerStatuses(p.Status.ContainerStatuses),
+			InitContainerStatuses:       TrimContainerStatuses(p.Status.InitContainerStatuses),
+			ResourceClaimStatuses:       p.Status.ResourceClaimStatuses,
+			ExtendedResourceClaimStatus: p.Status.ExtendedResourceClaimStatus,
 		},
 	}
 }
@@ -61,11 +64,13 @@ func PlacementPod(p *corev1.Pod) *corev1.Pod {
 // holderPod is the smaller copy of a pod that is not Muster's, which
 // placement sees only as holding its node: of its affinity only the pod
 // (anti-)affinity is kept, which constrains the pods placed beside it; its
-// own node selection, tolerations and claims are already decided.
+// own node selection and tolerations are already decided. Its claims are
+// kept, for preemption to free their devices if it is a victim
+// (--preempt-unmanaged).
 func holderPod(p *corev1.Pod) *corev1.Pod {
 	out := PlacementPod(p)
 	out.Spec.NodeSelector, out.Spec.Tolerations, out.Spec.TopologySpreadConstraints = nil, nil, nil
-	out.Spec.SchedulerName, out.Spec.ResourceClaims, out.Status.ResourceClaimStatuses = "", nil, nil
+	out.Spec.SchedulerName = ""
 	out.Spec.Affinity = nil
 	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		out.Spec.Affinity = &corev1.Affinity{PodAffinity: a.PodAffinity, PodAntiAffinity: a.PodAntiAffinity}
@@ -135,6 +140,7 @@ func holderInfo(p *corev1.Pod) fwk.PodInfo {
 		}
 	}
 	h.Spec.Containers, h.Spec.InitContainers, h.Spec.Overhead, h.Spec.Resources = ports, nil, nil, nil
-	h.Status = corev1.PodStatus{Phase: h.Status.Phase}
+	h.Status = corev1.PodStatus{Phase: h.Status.Phase, ResourceClaimStatuses: h.Status.ResourceClaimStatuses,
+		ExtendedResourceClaimStatus: h.Status.ExtendedResourceClaimStatus}
 	return pi
 }

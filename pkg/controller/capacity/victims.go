@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,10 +42,26 @@ type Victim struct {
 	Since time.Time
 	// holdings are what it holds, node by node.
 	holdings []held
+	// users are its pods that have resource claims, holding capacity or
+	// not: a pod being deleted keeps its devices until it is gone.
+	users []*corev1.Pod
+	// leaving is how many of users hold no capacity and have not ended:
+	// pods being deleted.
+	leaving int
 }
 
 // Pods is how many pods (and reserved places) of the victim hold capacity.
 func (v *Victim) Pods() int { return len(v.holdings) }
+
+// holdsAnything reports whether the victim still holds capacity, or pods
+// that may hold devices.
+func (v *Victim) holdsAnything() bool { return len(v.holdings) > 0 || len(v.users) > 0 }
+
+// usesClaims reports whether a pod has resource claims, its own or those
+// of its extended resources.
+func usesClaims(p *corev1.Pod) bool {
+	return len(p.Spec.ResourceClaims) > 0 || p.Status.ExtendedResourceClaimStatus != nil
+}
 
 type held struct {
 	node string
@@ -104,6 +121,12 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 			if mp.holds != "" {
 				v.holdings = append(v.holdings, held{node: mp.holds, pod: p})
 			}
+			if usesClaims(p) {
+				v.users = append(v.users, p)
+				if mp.holds == "" && !scheduling.IsTerminal(p) {
+					v.leaving++
+				}
+			}
 		}
 		if st.SpecPriority != nil && (!seen || *st.SpecPriority < prio) {
 			prio = *st.SpecPriority
@@ -127,11 +150,15 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 				continue // goes with its gang's request (requests.go)
 			}
 			p := h.info.GetPod()
-			pool.Eligible = append(pool.Eligible, &Victim{
+			v := &Victim{
 				Key: p.Namespace + "/" + p.Name, Kind: scheduling.VictimKindPod, UID: uid,
 				Priority: podPriority(p), Since: p.CreationTimestamp.Time,
 				holdings: []held{{node: h.node, pod: p}},
-			})
+			}
+			if usesClaims(p) {
+				v.users = []*corev1.Pod{p}
+			}
+			pool.Eligible = append(pool.Eligible, v)
 		}
 	}
 	return pool
@@ -149,6 +176,22 @@ func (t *Tracker) slotHoldings(id string, slots []Slot) []held {
 	return out
 }
 
+// hideDevices counts the devices that only the victims' pods use as free
+// while a preemptor is placed, and returns what counts them again.
+func (s *Snapshot) hideDevices(vs []*Victim) (undo func()) {
+	if s.filters == nil || s.filters.devices == nil {
+		return func() {}
+	}
+	var users []*corev1.Pod
+	for _, v := range vs {
+		users = append(users, v.users...)
+	}
+	if len(users) == 0 {
+		return func() {}
+	}
+	return s.filters.devices.claims.hide(users)
+}
+
 // podPriority is a pod's spec.priority, 0 when unset, as the scheduler
 // reads it.
 func podPriority(p *corev1.Pod) int32 {
@@ -158,9 +201,10 @@ func podPriority(p *corev1.Pod) int32 {
 	return 0
 }
 
-// evict takes the victims' holdings off the snapshot and returns what puts
-// them back. Nodes are copied before they change, as Commit does, so the
-// tracker's NodeInfos are never touched.
+// evict takes the victims' holdings off the snapshot, and their devices
+// (victimdevices.go), and returns what puts them back. Nodes are copied
+// before they change, as Commit does, so the tracker's NodeInfos are never
+// touched.
 func (s *Snapshot) evict(vs []*Victim) (undo func()) { return s.takeOff(vs, true) }
 
 // takeOff is evict; draining says whether bound pods it takes off still
@@ -195,7 +239,9 @@ func (s *Snapshot) takeOff(vs []*Victim, draining bool) (undo func()) {
 		}
 	}
 	s.changed()
+	shown := s.hideDevices(vs)
 	return func() {
+		shown()
 		for i, ni := range orig {
 			s.infos[i] = ni
 			if k := kept[i]; k > 0 {
@@ -205,5 +251,27 @@ func (s *Snapshot) takeOff(vs []*Victim, draining bool) (undo func()) {
 			}
 		}
 		s.changed()
+	}
+}
+
+// preempting marks the placements that follow as a preemptor's, until done
+// is called. They only decide or hold room, and nothing is released from
+// them: the rule that guards releases onto nodes kube-scheduler still sees
+// full (draining.go) does not apply, and the devices of the victims taken
+// off count as free (victimdevices.go). Placements outside it see the
+// devices as allocated until they are deallocated, so no gang is released
+// onto devices still held.
+func (s *Snapshot) preempting() (done func()) {
+	s.ignoreDraining = true
+	if s.filters == nil || s.filters.devices == nil {
+		return func() { s.ignoreDraining = false }
+	}
+	// The pods placed before, whose devices a replay reserves, are
+	// reserved as the cluster stands.
+	s.use(context.TODO())
+	s.filters.devices.claims.setActive(true)
+	return func() {
+		s.ignoreDraining = false
+		s.filters.devices.claims.setActive(false)
 	}
 }

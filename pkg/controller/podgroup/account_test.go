@@ -180,9 +180,9 @@ func TestSyncAccount(t *testing.T) {
 			}
 		},
 	}, {
-		name: "a running pod deleted past its grace period is counted as failed and released",
+		name: "a running pod deleted past its grace period and the report margin is counted as failed and released",
 		cfg:  noBatching, // the order of writes, not their batching
-		objs: objects(admitted(2), newPod("killed", running, deletedAt(t0.Add(-time.Second))), newPod("busy", running)),
+		objs: objects(admitted(2), newPod("killed", running, deletedAt(t0.Add(-time.Second-reportMargin))), newPod("busy", running)),
 		check: func(t *testing.T, h *harness) {
 			writes := h.statusWrites()
 			wantUncounted(t, writes[0], nil, uids("killed"))
@@ -193,10 +193,10 @@ func TestSyncAccount(t *testing.T) {
 			}
 		},
 	}, {
-		name:    "a running pod deleted within its grace period is not counted yet, and the sync comes back just after it",
+		name:    "a running pod deleted within its grace period is not counted yet, and the sync comes back just after the report margin",
 		cfg:     noBatching, // deletion, not batching
 		objs:    objects(admitted(2), newPod("leaving", running, deletedAt(t0.Add(10*time.Second))), newPod("busy", running)),
-		requeue: 11 * time.Second,
+		requeue: 11*time.Second + reportMargin,
 		check: func(t *testing.T, h *harness) {
 			if got := h.podPatches(); len(got) != 0 {
 				t.Errorf("pods patched: %v", got)
@@ -207,7 +207,7 @@ func TestSyncAccount(t *testing.T) {
 			if pg.Status.Active != 1 {
 				t.Errorf("active = %d, want 1: a deleted pod is released at once", pg.Status.Active)
 			}
-			h.step(11 * time.Second)
+			h.step(11*time.Second + reportMargin)
 			pg = h.group()
 			wantCounts(t, pg, 0, 1)
 			if scheduling.HasTrackingFinalizer(h.pod("leaving")) {
@@ -215,11 +215,13 @@ func TestSyncAccount(t *testing.T) {
 			}
 		},
 	}, {
-		name:    "a deleted running pod that ends within its grace period counts by its phase",
+		name:    "a deleted running pod that reports its end within its grace period and the margin counts by its phase",
 		cfg:     noBatching, // deletion, not batching
 		objs:    objects(admitted(2), newPod("leaving", running, deletedAt(t0.Add(10*time.Second))), newPod("busy", running)),
-		requeue: 11 * time.Second,
+		requeue: 11*time.Second + reportMargin,
 		check: func(t *testing.T, h *harness) {
+			h.step(11 * time.Second) // past its deletionTimestamp, in the margin
+			wantCounts(t, h.group(), 0, 0)
 			p := h.pod("leaving")
 			p.Status.Phase = corev1.PodSucceeded
 			h.setPod(p)
@@ -235,10 +237,10 @@ func TestSyncAccount(t *testing.T) {
 			if pg.Status.Active != 2 {
 				t.Errorf("active = %d, want 2", pg.Status.Active)
 			}
-			h.step(11 * time.Second)
+			h.step(11*time.Second + reportMargin)
 			wantCounts(t, h.group(), 0, 1)
 		},
-		requeue: 11 * time.Second,
+		requeue: 11*time.Second + reportMargin,
 	}, {
 		name: "a deleted pod that never ran loses its finalizer without being counted",
 		cfg:  noBatching, // deletion, not batching

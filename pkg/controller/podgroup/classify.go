@@ -117,13 +117,14 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 			v.failed(p)
 		case deleting && p.Spec.NodeName == "":
 			v.released = append(v.released, p)
-		case deleting && !now.Before(p.DeletionTimestamp.Time):
-			// Deleted while running and past its grace period: it failed.
+		case deleting && !now.Before(killedBy(p)):
+			// Deleted while running, and its kubelet has had the whole
+			// grace period and the time to report its end: it failed.
 			v.failed(p)
 		case deleting:
 			v.terminating++
-			if v.nextCheck.IsZero() || p.DeletionTimestamp.Time.Before(v.nextCheck) {
-				v.nextCheck = p.DeletionTimestamp.Time
+			if at := killedBy(p); v.nextCheck.IsZero() || at.Before(v.nextCheck) {
+				v.nextCheck = at
 			}
 		}
 	}
@@ -138,6 +139,20 @@ func (v *podView) failed(p *corev1.Pod) {
 		v.preempted[p.UID] = true
 	}
 }
+
+// reportMargin is how long after a deleted pod's deletionTimestamp Muster
+// still waits for its kubelet to report how it ended, before it counts it as
+// failed: the timestamp is stored in whole seconds, rounded down (up to 1s
+// before the true end of the grace period), and the kubelet, which counts the
+// grace period from when it sees the deletion, reports the end a moment
+// after. A pod that exits 0 in its grace period is then counted as
+// succeeded, as its phase says, rather than as failed by a count taken just
+// before its report.
+const reportMargin = 3 * time.Second
+
+// killedBy is when a deleted, running pod counts as failed if it has not
+// reported its end.
+func killedBy(p *corev1.Pod) time.Time { return p.DeletionTimestamp.Add(reportMargin) }
 
 func isReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {

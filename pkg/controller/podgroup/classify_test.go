@@ -79,14 +79,14 @@ func TestClassifyPods(t *testing.T) {
 		fastRelease: true,
 		want:        counters{pods: 1, scheduled: 1, terminating: 1},
 		tracked:     []string{"leaving"},
-		nextCheck:   now.Add(30 * time.Second),
+		nextCheck:   now.Add(30*time.Second + reportMargin),
 	}, {
 		name:        "without fast release a deleted running pod stays active until it is terminal",
 		pods:        []*corev1.Pod{newPod("leaving", running, deletedAt(now.Add(30*time.Second)))},
 		fastRelease: false,
 		want:        counters{pods: 1, active: 1, scheduled: 1, terminating: 1},
 		tracked:     []string{"leaving"},
-		nextCheck:   now.Add(30 * time.Second),
+		nextCheck:   now.Add(30*time.Second + reportMargin),
 	}, {
 		name:        "without fast release a deleted terminal pod is not active",
 		pods:        []*corev1.Pod{newPod("gone", failed, deletedAt(now.Add(30*time.Second)))},
@@ -109,19 +109,29 @@ func TestClassifyPods(t *testing.T) {
 		want:        counters{pods: 1, gated: 1},
 		gated:       []string{"never-ran"},
 	}, {
-		name:        "a deleted running pod past its grace period counts as failed",
-		pods:        []*corev1.Pod{newPod("killed", running, deletedAt(now.Add(-time.Second)))},
+		name:        "a deleted running pod past its grace period and the report margin counts as failed",
+		pods:        []*corev1.Pod{newPod("killed", running, deletedAt(now.Add(-time.Second-reportMargin)))},
 		fastRelease: true,
 		want:        counters{pods: 1, scheduled: 1},
 		finished:    map[string]podResult{"killed": resultFailed},
 		tracked:     []string{"killed"},
 	}, {
-		name:        "a deleted running pod counts as failed at the very end of its grace period",
-		pods:        []*corev1.Pod{newPod("killed", running, deletedAt(now))},
+		name:        "a deleted running pod counts as failed at the very end of the report margin",
+		pods:        []*corev1.Pod{newPod("killed", running, deletedAt(now.Add(-reportMargin)))},
 		fastRelease: true,
 		want:        counters{pods: 1, scheduled: 1},
 		finished:    map[string]podResult{"killed": resultFailed},
 		tracked:     []string{"killed"},
+	}, {
+		// The deletionTimestamp is stored rounded down to the second, and
+		// the kubelet reports a moment after the grace period: a pod that
+		// ended Succeeded in it is still counted as such.
+		name:        "a deleted running pod just past its deletionTimestamp still has time to report",
+		pods:        []*corev1.Pod{newPod("exiting", running, deletedAt(now.Add(-time.Second)))},
+		fastRelease: true,
+		want:        counters{pods: 1, scheduled: 1, terminating: 1},
+		tracked:     []string{"exiting"},
+		nextCheck:   now.Add(-time.Second + reportMargin),
 	}, {
 		name:        "a deleted pod that succeeded counts as succeeded",
 		pods:        []*corev1.Pod{newPod("done", succeeded, deletedAt(now.Add(-time.Second)))},
@@ -130,12 +140,12 @@ func TestClassifyPods(t *testing.T) {
 		finished:    map[string]podResult{"done": resultSucceeded},
 		tracked:     []string{"done"},
 	}, {
-		name:        "a deleted running pod within its grace period is terminating until its deletionTimestamp",
+		name:        "a deleted running pod within its grace period is terminating until the report margin after it",
 		pods:        []*corev1.Pod{newPod("leaving", running, deletedAt(now.Add(10*time.Second)))},
 		fastRelease: true,
 		want:        counters{pods: 1, scheduled: 1, terminating: 1},
 		tracked:     []string{"leaving"},
-		nextCheck:   now.Add(10 * time.Second),
+		nextCheck:   now.Add(10*time.Second + reportMargin),
 	}, {
 		name: "nextCheck is the soonest end of a grace period",
 		pods: []*corev1.Pod{
@@ -146,7 +156,7 @@ func TestClassifyPods(t *testing.T) {
 		fastRelease: true,
 		want:        counters{pods: 3, scheduled: 3, terminating: 3},
 		tracked:     []string{"late", "soon", "later"},
-		nextCheck:   now.Add(5 * time.Second),
+		nextCheck:   now.Add(5*time.Second + reportMargin),
 	}, {
 		name:        "a deleted running pod without the finalizer is neither terminating nor counted",
 		pods:        []*corev1.Pod{newPod("leaving", running, noFinalizer, deletedAt(now.Add(10*time.Second)))},

@@ -64,12 +64,14 @@ func TestSyncFinish(t *testing.T) {
 	}, {
 		name:    "a group with a deleted pod still in its grace period does not finish yet",
 		objs:    objects(admitted(1), newPod("a", succeeded), newPod("leaving", running, deletedAt(t0.Add(5*time.Second)))),
-		requeue: 6 * time.Second,
+		requeue: 6*time.Second + reportMargin,
 		check: func(t *testing.T, h *harness) {
 			pg := h.group()
 			wantCounts(t, pg, 1, 0)
 			wantNoCondition(t, pg, v1alpha1.ConditionFinished)
 			h.step(6 * time.Second)
+			wantCounts(t, h.group(), 1, 0) // past the deletionTimestamp, within the report margin
+			h.step(reportMargin)
 			pg = h.group()
 			wantCounts(t, pg, 1, 1)
 			wantCondition(t, pg, v1alpha1.ConditionFinished, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "")

@@ -79,9 +79,16 @@ func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatc
 		patch, needed := makePatch(p)
 		var err error
 		if needed {
-			_, err = c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+			var out *corev1.Pod
+			out, err = c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 			if goneIsDone && apierrors.IsNotFound(err) {
 				err = nil
+			}
+			if err == nil && out != nil && out.UID == p.UID {
+				// Admission learns what the patch did now, not when the
+				// informer shows it: a released pod holds its node at once,
+				// even if the group's status drops its placement first.
+				c.admitter.observePod(out, false)
 			}
 		}
 		mu.Lock()

@@ -240,6 +240,44 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 	}
 }
 
+// TestCapacityReleasedPodHoldsItsNodeAtOnce: admission records what the
+// release patch returned, so a released pod holds its node even while the
+// informer still shows it gated and the group's status no longer places it
+// (the sync that saw it released pruned the placement first). Before, the
+// node looked free for that moment, and a second gang was released into
+// room kube-scheduler saw full.
+func TestCapacityReleasedPodHoldsItsNodeAtOnce(t *testing.T) {
+	pg := admitted(2, func(pg *v1alpha1.PodGroup) {
+		pg.Status.Placements = []v1alpha1.PodPlacement{{Pod: "a-0", UID: "uid-a-0", Node: "n1"}, {Pod: "a-1", UID: "uid-a-1", Node: "n1"}}
+	})
+	other := newGroup(2, func(g *v1alpha1.PodGroup) { g.Name = "b"; g.UID = "uid-b" })
+	objs := objects(pg, pods("a", 2, requests("4"))...)
+	objs = append(objs, other)
+	for _, p := range pods("b", 2, requests("4"), inGroup("b")) {
+		objs = append(objs, p)
+	}
+	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objs...)
+	if _, err := h.c.sync(t.Context(), testNS+"/"+pg.Name); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.pod("a-0"); scheduling.HasGate(p) {
+		t.Fatalf("a-0 was not released")
+	}
+	// The informer is not told of the release; the status drops the placements.
+	pruned := pg.DeepCopy()
+	pruned.Status.Placements = nil
+	h.admission().observeGroup(testNS+"/"+pg.Name, pruned)
+
+	if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
+		t.Fatal(err)
+	}
+	h.admission().admitCycle()
+	v, ok := h.admission().queue.waitReason(testNS + "/b")
+	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
+		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity: gang a's released pods hold n1", v)
+	}
+}
+
 // TestCapacityJoinerPlacedAndPinned: a pod that joins an admitted group is
 // placed by the next cycle, recorded, then pinned and released.
 func TestCapacityJoinerPlacedAndPinned(t *testing.T) {
