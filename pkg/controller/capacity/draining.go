@@ -27,10 +27,22 @@ const drainRefusal = "pods being deleted still hold it for kube-scheduler, besid
 // drainingNode is the node a pod frees by fast release while kube-scheduler
 // still counts it there, or "".
 func (t *Tracker) drainingNode(p *corev1.Pod) string {
-	if !t.fastRelease || p.DeletionTimestamp == nil || p.Spec.NodeName == "" || scheduling.IsTerminal(p) {
+	if !t.fastRelease || p.DeletionTimestamp == nil || scheduling.IsTerminal(p) {
 		return ""
 	}
-	return p.Spec.NodeName
+	return schedulerNode(p)
+}
+
+// schedulerNode is the node kube-scheduler may count the pod on: its node
+// once bound, and for a released pod that Muster has not seen bound yet,
+// the node it is pinned to, where kube-scheduler may have bound it already
+// (the informer shows the binding a moment later). A gated pod is on no
+// node for kube-scheduler.
+func schedulerNode(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	return scheduling.PinnedNode(p)
 }
 
 // setDraining records that pod uid drains node, or, with "", no node.

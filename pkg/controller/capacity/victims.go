@@ -228,9 +228,10 @@ func (s *Snapshot) takeOff(vs []*Victim, draining bool) (undo func()) {
 			}
 			// A holding the snapshot does not show (the tracker moved on
 			// since it was taken) has nothing to take off.
-			if s.infos[i].RemovePod(logger, h.pod) == nil && draining && h.pod.Spec.NodeName != "" {
+			if s.infos[i].RemovePod(logger, h.pod) == nil && draining && schedulerNode(h.pod) != "" {
 				// kube-scheduler still counts it until it is deleted
-				// (draining.go).
+				// (draining.go), a released pod too: it may be bound
+				// already.
 				if s.evicted == nil {
 					s.evicted = map[int][]*corev1.Pod{}
 				}

@@ -111,12 +111,15 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 			continue
 		}
 		switch {
+		case deleting && p.Spec.NodeName == "":
+			// Deleted before it was ever bound: it ran nothing, and counts
+			// nowhere, even once PodGC has marked it Failed (it does so to
+			// an unscheduled pod being deleted before it removes it).
+			v.released = append(v.released, p)
 		case p.Status.Phase == corev1.PodSucceeded:
 			v.finished[p.UID] = resultSucceeded
 		case p.Status.Phase == corev1.PodFailed:
 			v.failed(p)
-		case deleting && p.Spec.NodeName == "":
-			v.released = append(v.released, p)
 		case deleting && !now.Before(killedBy(p)):
 			// Deleted while running, and its kubelet has had the whole
 			// grace period and the time to report its end: it failed.

@@ -103,6 +103,15 @@ func TestClassifyPods(t *testing.T) {
 		gated:       []string{"never-ran"},
 		tracked:     []string{"never-ran"},
 	}, {
+		// PodGC marks an unscheduled pod being deleted Failed before it
+		// removes it: it still ran nothing.
+		name:        "a deleted pod that was never bound and that PodGC marked Failed is released, not counted",
+		pods:        []*corev1.Pod{newPod("never-ran", ungated, failedUnbound, deletedAt(now.Add(30*time.Second)))},
+		fastRelease: true,
+		want:        counters{pods: 1},
+		released:    []string{"never-ran"},
+		tracked:     []string{"never-ran"},
+	}, {
 		name:        "a deleted never-bound pod without the finalizer has nothing to release",
 		pods:        []*corev1.Pod{newPod("never-ran", noFinalizer, deletedAt(now.Add(30*time.Second)))},
 		fastRelease: true,

@@ -109,6 +109,10 @@ func succeeded(p *corev1.Pod) { running(p); p.Status.Phase = corev1.PodSucceeded
 
 func failed(p *corev1.Pod) { running(p); p.Status.Phase = corev1.PodFailed }
 
+// failedUnbound is a pod that ended Failed before it was ever bound, as
+// PodGC leaves an unscheduled pod that is being deleted.
+func failedUnbound(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }
+
 // deletedAt sets the deletionTimestamp, which is when the grace period ends.
 func deletedAt(t time.Time) podMod {
 	return func(p *corev1.Pod) {
