@@ -176,16 +176,17 @@ func TestChaos(t *testing.T) {
 		t.Errorf("%d preemptions recorded priorities that differ from the gangs' classes, or chose victims not of strictly lower priority: %s", len(badDecisions), first(badDecisions))
 	}
 	if len(o.ranOn) > 0 {
-		t.Errorf("%d pods kept running after Muster evicted the rest of their gang, leaving it partly running: %s", len(o.ranOn), first(o.ranOn))
+		t.Errorf("%d pods kept running after another pod of their gang was preempted (by Muster or by kube-scheduler), leaving it partly running: %s", len(o.ranOn), first(o.ranOn))
 	}
 	if len(o.topEvicted) > 0 {
 		t.Errorf("%d pods of the highest priority were evicted by Muster's preemption, which only evicts strictly lower priorities: %s", len(o.topEvicted), first(o.topEvicted))
 	}
-	// kube-scheduler preempts on its own a released pod that does not fit
-	// where Muster put it, picking victims pod by pod: a gang it evicts is
-	// left partly running.
+	// kube-scheduler may still preempt on its own, pod by pod, where its
+	// view of a node is ahead of Muster's; Muster then preempts the rest of
+	// that gang whole (step 6b). o.ranOn above holds such a gang to the
+	// same rule as Muster's own victims.
 	if byScheduler := l.disruptedBy(corev1.PodReasonPreemptionByScheduler); len(byScheduler) > 0 {
-		t.Errorf("kube-scheduler preempted %d pods, leaving their gangs partly running: %s; its events: %s", len(byScheduler), first(byScheduler), first(schedulerEvents))
+		t.Logf("kube-scheduler preempted %d pods, and Muster preempted the rest of their gangs: %s; its events: %s", len(byScheduler), first(byScheduler), first(schedulerEvents))
 	}
 	for _, err := range l.errors() {
 		t.Errorf("%v", err)

@@ -187,10 +187,11 @@ func ranOn(pods []corev1.Pod) []string {
 	return out
 }
 
-// markedAt is when Muster marked the pod for eviction.
+// markedAt is when the pod was marked for preemption, by Muster or by
+// kube-scheduler (whose preemption Muster completes for the whole gang).
 func markedAt(p *corev1.Pod) (time.Time, bool) {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Reason == scheduling.ReasonPreemptionByMuster {
+		if c.Type == corev1.DisruptionTarget && (c.Reason == scheduling.ReasonPreemptionByMuster || c.Reason == corev1.PodReasonPreemptionByScheduler) {
 			return c.LastTransitionTime.Time, true
 		}
 	}
