@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -88,11 +92,15 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	setCounters(next, view)       // step 4
 	c.checkRoles(next, pods, now) // step 4b, roles.go
 	prunePlacements(next, view)
-	c.refuseRecounts(key, next, view)                                // step 5a, recount.go
-	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
-	admitted := c.admit(next, view, pods, now)                       // step 6
-	markScheduled(next, view, now)                                   // step 7
-	stalledAfter := c.checkStalled(next, view, pods, now)            // step 7b
+	c.refuseRecounts(key, next, view)                                 // step 5a, recount.go
+	moreToRecord, deferFor := c.recordFinished(key, next, view, now)  // step 5
+	admitted := c.admit(next, view, pods, now)                        // step 6
+	if why := completePartialPreemption(next, view, now); why != "" { // step 6b, partialpreemption.go
+		admitted = false
+		view.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventPreempted, why) })
+	}
+	markScheduled(next, view, now)                        // step 7
+	stalledAfter := c.checkStalled(next, view, pods, now) // step 7b
 	next.Status.ObservedGeneration = pg.Generation
 	// Step 8. A refresh this write defers is carried into step 13, which
 	// says when to flush it.

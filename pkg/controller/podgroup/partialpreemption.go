@@ -1,0 +1,67 @@
+package podgroup
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// completePartialPreemption is step 6b: kube-scheduler preempts pod by pod,
+// so when it preempted a pod of an admitted gang (DisruptionTarget with
+// reason PreemptionByScheduler), the rest of the gang would run on short,
+// the very waste a gang exists to prevent. Muster releases gangs only where
+// kube-scheduler has no reason to preempt, but a pod Muster does not model,
+// or a view of the cluster a moment behind kube-scheduler's, can still let
+// it happen. The group is then preempted whole, as if by Muster:
+// Preempted=True and Admitted=False with reason PreemptionByScheduler, its
+// placements and reservations dropped, and step 9c evicts its released
+// pods in this same sync. It waits whole again, as any preempted gang. It
+// returns why it preempted the group, or "".
+func completePartialPreemption(pg *v1alpha1.PodGroup, v *podView, now time.Time) string {
+	if !isAdmitted(pg) || isFinished(pg) || meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
+		return ""
+	}
+	p := preemptedByScheduler(pg, v)
+	if p == nil {
+		return ""
+	}
+	why := fmt.Sprintf("kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority", p.Name, p.Spec.NodeName)
+	setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, corev1.PodReasonPreemptionByScheduler, why, now)
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, corev1.PodReasonPreemptionByScheduler,
+		why+"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again", now)
+	pg.Status.Placements, pg.Status.Reservations = nil, nil
+	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, corev1.PodReasonPreemptionByScheduler, why, now)
+	}
+	return why
+}
+
+// preemptedByScheduler is a pod of the group that kube-scheduler preempted
+// after the group was last admitted, or nil.
+func preemptedByScheduler(pg *v1alpha1.PodGroup, v *podView) *corev1.Pod {
+	var since time.Time
+	if at := pg.Status.AdmissionTime; at != nil {
+		since = at.Time
+	}
+	for _, p := range v.all {
+		if p.Spec.NodeName == "" {
+			continue // it never ran: its gang is not running short for it
+		}
+		_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
+		if c == nil || c.Status != corev1.ConditionTrue || c.Reason != corev1.PodReasonPreemptionByScheduler {
+			continue
+		}
+		// Times are in seconds: a mark in the second of the admission is
+		// of this admission.
+		if !c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
+			return p
+		}
+	}
+	return nil
+}
