@@ -140,6 +140,36 @@ func TestLocalClusterSmoke(t *testing.T) {
 		}
 		waitGone(t, c, ns, "finalized")
 	})
+	t.Run("a deleted pod is never reported Succeeded by a container that ended after its grace period", func(t *testing.T) {
+		t.Parallel()
+		// stop-after keeps kwok from killing it at its deletionTimestamp.
+		pod := newPod("late", map[string]string{StopAfterAnnotation: "30s"})
+		pod.Finalizers = []string{"example.com/hold"}
+		pods := c.Client.CoreV1().Pods(ns)
+		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating pod: %v", err)
+		}
+		waitPod(t, c, ns, "late", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if err := pods.Delete(ctx, "late", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}); err != nil {
+			t.Fatalf("deleting pod: %v", err)
+		}
+		got := waitPod(t, c, ns, "late", "being deleted", func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
+		time.Sleep(time.Until(got.DeletionTimestamp.Add(2 * time.Second)))
+		got.Status.Phase = corev1.PodSucceeded
+		for i := range got.Status.ContainerStatuses {
+			got.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}
+		}
+		_, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{})
+		if err == nil || !strings.Contains(err.Error(), TerminalPhasePolicyName) || !strings.Contains(err.Error(), "deletionTimestamp") {
+			t.Errorf("reporting Succeeded after the grace period: %v, want a denial by %s", err, TerminalPhasePolicyName)
+		}
+		release := []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)
+		if _, err := pods.Patch(ctx, "late", types.JSONPatchType, release, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("removing finalizer: %v", err)
+		}
+		waitGone(t, c, ns, "late")
+	})
 	t.Run("deleted pod with stop-after exits 143 before its grace period ends", func(t *testing.T) {
 		t.Parallel()
 		pod := newPod("stopping", map[string]string{StartAfterAnnotation: "1s", StopAfterAnnotation: "1s"})

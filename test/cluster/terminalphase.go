@@ -22,7 +22,8 @@ const TerminalPhasePolicyName = "harness-terminal-phase"
 // counted it at its first end, as the Job controller does (KEP-2307), and
 // the chaos suite at 10,000 pods reported a count that differed from the
 // pod's last phase. With this policy kube-apiserver refuses the second
-// change, as a kubelet would never send it.
+// change, as a kubelet would never send it. Nor does a kubelet report a
+// deleted pod Succeeded by a container that ended after its grace period.
 func (c *Cluster) registerTerminalPhasePolicy(ctx context.Context) error {
 	validating, _, err := c.servesAdmissionPolicies()
 	if err != nil || !validating {
@@ -45,6 +46,17 @@ func (c *Cluster) registerTerminalPhasePolicy(ctx context.Context) error {
 				Expression: fmt.Sprintf("!(%s) || (has(object.status.phase) && object.status.phase == oldObject.status.phase)", ended),
 				MessageExpression: "'status.phase: Forbidden: the pod ended ' + oldObject.status.phase + " +
 					"'; a kubelet never changes the phase of a pod that ended (the test harness keeps kwok to that)'",
+			}, {
+				// A kubelet kills a deleted pod when its grace period ends:
+				// it never reports that the pod exited 0 after that.
+				// kwok v0.8.0 may, from a stage it scheduled before the
+				// deletion (pod-succeed) and played late, and Muster has
+				// rightly counted such a pod as failed by then.
+				Expression: "!(has(object.metadata.deletionTimestamp) && has(object.status.phase) && object.status.phase == 'Succeeded' && " +
+					"has(object.status.containerStatuses) && object.status.containerStatuses.exists(c, has(c.state.terminated) && " +
+					"has(c.state.terminated.finishedAt) && c.state.terminated.finishedAt > object.metadata.deletionTimestamp))",
+				Message: "status.phase: Forbidden: a container finished after the pod's deletionTimestamp, when a kubelet would have killed it; " +
+					"a kubelet never reports such a pod Succeeded (the test harness keeps kwok to that)",
 			}},
 		},
 	}
