@@ -144,6 +144,7 @@ func TestChaos(t *testing.T) {
 			short = append(short, g.name)
 		}
 	}
+	l.ending.Store(true)
 	deleting := time.Now()
 	stuck, err := l.deleteAll(ctx, 2*time.Minute)
 	if err != nil {

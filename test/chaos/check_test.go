@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -344,6 +346,13 @@ feed:
 // left, which are stuck Terminating.
 func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, error) {
 	pods := clients.kube.CoreV1().Pods(l.ns)
+	// Gated pods go first, while the held pods still stand: a preempted
+	// gang waits until its evicted pods are gone, and once the held pods
+	// went, it would be admitted again and run, and its counts change
+	// after they were checked.
+	if err := l.deleteGated(ctx); err != nil {
+		return nil, err
+	}
 	// Released first, every pod that has ended is removed at once when it
 	// is deleted (a grace period of 0), rather than waiting on kwok.
 	if err := l.releaseHeld(ctx); err != nil {
@@ -394,5 +403,40 @@ func (l *load) deleteAll(ctx context.Context, timeout time.Duration) ([]string, 
 			return left, nil
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// deleteGated deletes the pods that still carry Muster's gate, and waits
+// until none is left: they never ran, and count nowhere.
+func (l *load) deleteGated(ctx context.Context) error {
+	pods := clients.kube.CoreV1().Pods(l.ns)
+	for {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		gated := 0
+		for i := range list.Items {
+			p := &list.Items[i]
+			if !scheduling.HasGate(p) {
+				continue
+			}
+			gated++
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("deleting gated pod %s: %w", p.Name, err)
+			}
+		}
+		if gated == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 }

@@ -92,6 +92,12 @@ type load struct {
 	gangs  []*gang
 	byName map[string]*gang
 
+	// ending is set once the load's outcome has been read: the framework
+	// then restarts no gang and deletes no pod of its own, so that the
+	// pods the end deletes add nothing to count (a gang restarted while
+	// they are deleted would run, and its counts change after the check).
+	ending atomic.Bool
+
 	// total is how many pods the load creates, restarts included.
 	total    atomic.Int64
 	created  atomic.Int64
@@ -348,7 +354,7 @@ func (l *load) waitForRoom(ctx context.Context, n int) error {
 // of its generation was sent.
 func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 	g := l.byName[p.Labels[scheduling.PodGroupLabel]]
-	if g == nil {
+	if g == nil || l.ending.Load() {
 		return
 	}
 	if !scheduling.HasGate(p) && int(g.lastSent.Load()) < generation(p) {
