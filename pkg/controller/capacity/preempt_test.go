@@ -240,6 +240,23 @@ func TestPreemption(t *testing.T) {
 			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"ns/web"}, Pods: 1}},
 		},
 		{
+			// Node a is free but for a pod being deleted, beside a pod of
+			// lower priority that kube-scheduler would preempt for the gang
+			// (draining.go): the gang waits for it to go. Preemption, which
+			// ignores that rule, must not take a victim it does not need
+			// (the e2e suite saw a gang waiting so preempt another test's).
+			name:  "a gang refused only by the rule on draining nodes waits, and preempts nobody",
+			nodes: []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")},
+			gangs: []running{{key: "other", priority: 1, nodes: []string{"b"}, cpu: "30"}},
+			unmanaged: []*corev1.Pod{
+				pod("going", "28", onNode("a"), withPriority(1), deleting), pod("beside", "2", onNode("a"), withPriority(1)),
+			},
+			candidates: []Candidate{preemptor("high", 10, 1, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			wantMsg: map[string]string{"high": "needs 1 pods placed at once; 0 fit now: pod high-0 requesting cpu 30 does not fit; 2 of 2 nodes refuse the rest: " +
+				"1 Insufficient cpu (NodeResourcesFit), 1 " + drainRefusal + "; no preemption: it fits once the pods being deleted are gone"},
+		},
+		{
 			name:       "a gang that fits is admitted, and preempts nobody",
 			nodes:      four,
 			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "b"}, cpu: "30"}},
