@@ -81,9 +81,10 @@ func (t *Tracker) SetGroupState(key string, st *GroupState) {
 // Victims returns what holds capacity and may be preempted: admitted
 // groups (their pods' holdings and their reserved places), preempted
 // groups still holding capacity, and with unmanaged the pods Muster does
-// not manage, those being deleted among the marked. Its cost is that of the admitted groups' pods (and the
-// unmanaged pods, with unmanaged); the admission cycle calls it once, and
-// only when a gang that may preempt does not fit.
+// not manage, those being deleted among the marked. Its cost is that of
+// the admitted groups' pods (and the unmanaged pods, with unmanaged); the
+// admission cycle calls it once, and only when a gang that may preempt
+// does not fit.
 func (t *Tracker) Victims(unmanaged bool) Pool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
