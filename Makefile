@@ -39,6 +39,8 @@ E2E_OLDEST_TESTS := \
 	TestPreemptionJobGangs \
 	TestPreemptionTakesOneOfTwo \
 	TestPreemptionLeaderKilledMidway \
+	TestPreemptionUnmanaged \
+	TestPreemptionUnmanagedOff \
 	TestCapacityFastRelease \
 	TestCapacityLeaderKilledMidRelease \
 	TestCapacityGangLargerThanCluster \

@@ -106,9 +106,9 @@ func createPreemptibleJob(t *testing.T, ctx context.Context, job *batchv1.Job) *
 // podRecord is what a preemptionWatch saw of one pod over its life.
 type podRecord struct {
 	name, group string
-	// disruption is the reason of the first DisruptionTarget=True seen on
-	// the pod, "" if none.
-	disruption string
+	// disruption and disruptionMessage are the reason and message of the
+	// first DisruptionTarget=True seen on the pod, "" if none.
+	disruption, disruptionMessage string
 	// deleting is whether a deletionTimestamp was seen, and markedFirst
 	// whether the pod already carried DisruptionTarget then.
 	deleting, markedFirst bool
@@ -214,7 +214,7 @@ func (w *preemptionWatch) observePod(obj any, deleted bool) {
 		w.pods[p.UID] = r
 	}
 	if c := disruptionTarget(p); c != nil && r.disruption == "" {
-		r.disruption = c.Reason
+		r.disruption, r.disruptionMessage = c.Reason, c.Message
 	}
 	if p.Status.Phase == corev1.PodFailed && !r.failed {
 		r.failed = true

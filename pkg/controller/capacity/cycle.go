@@ -201,8 +201,8 @@ type preemption struct {
 	pool   *Pool
 	spared int
 	taken  map[*Victim]bool
-	// groups indexes the pool's eligible groups by key (eligibleGroup).
-	groups map[string]*Victim
+	// byKey indexes the pool's eligible victims by key (eligibleVictim).
+	byKey map[string]*Victim
 }
 
 func (p *preemption) fetch() *Pool {
@@ -231,8 +231,10 @@ func (p *preemption) fetch() *Pool {
 // may be going, though this cycle's snapshot, taken a moment before the
 // pool, may still show them), or is still admitted since before the
 // decision (a crash came between the decision and the marking). A victim
-// admitted again after the decision, gone, or finished, ends it: only then
-// may the gang preempt anew.
+// pod Muster does not manage is in flight while it is being deleted, and
+// while it still runs, created before the decision (not yet evicted). A
+// victim admitted again (or a pod of its name created) after the decision,
+// gone, or finished, ends it: only then may the gang preempt anew.
 func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods int, inFlight bool) {
 	for _, key := range c.Preempting {
 		if v := pool.Marked[key]; v != nil {
@@ -245,7 +247,7 @@ func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods in
 			}
 			continue
 		}
-		if v := p.eligibleGroup(key); v != nil && !p.taken[v] && !v.Since.After(c.PreemptedAt) {
+		if v := p.eligibleVictim(key); v != nil && !p.taken[v] && !v.Since.After(c.PreemptedAt) {
 			inFlight = true
 			going = append(going, v)
 			pods += v.Pods()
@@ -254,18 +256,19 @@ func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods in
 	return going, pods, inFlight
 }
 
-// eligibleGroup is the eligible victim group of that key, or nil; the
-// index is built once a cycle, the first time a recorded preemption asks.
-func (p *preemption) eligibleGroup(key string) *Victim {
-	if p.groups == nil {
-		p.groups = map[string]*Victim{}
+// eligibleVictim is the eligible victim of that key, a group or a pod, or
+// nil; the index is built once a cycle, the first time a recorded
+// preemption asks. A group wins over a pod of the same name.
+func (p *preemption) eligibleVictim(key string) *Victim {
+	if p.byKey == nil {
+		p.byKey = map[string]*Victim{}
 		for _, v := range p.pool.Eligible {
-			if v.Kind == scheduling.VictimKindPodGroup {
-				p.groups[v.Key] = v
+			if old := p.byKey[v.Key]; old == nil || old.Kind != scheduling.VictimKindPodGroup {
+				p.byKey[v.Key] = v
 			}
 		}
 	}
-	return p.groups[key]
+	return p.byKey[key]
 }
 
 // try is preemption for a gang c that does not fit on s, with msg saying

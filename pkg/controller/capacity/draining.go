@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -61,6 +63,26 @@ func (t *Tracker) setDraining(uid types.UID, node string) {
 		node = t.intern(node)
 		t.drainingOn[uid] = node
 		t.draining[node]++
+	}
+}
+
+// deletingPod is an unmanaged pod being deleted while still bound: its
+// namespace/name, and when it was created.
+type deletingPod struct {
+	key   string
+	since time.Time
+}
+
+func deletingOf(p *corev1.Pod) deletingPod {
+	return deletingPod{key: p.Namespace + "/" + p.Name, since: p.CreationTimestamp.Time}
+}
+
+// setDeleting records whether the unmanaged pod p drains its node.
+func (t *Tracker) setDeleting(p *corev1.Pod, drains bool) {
+	if drains {
+		t.deleting[p.UID] = deletingOf(p)
+	} else {
+		delete(t.deleting, p.UID)
 	}
 }
 

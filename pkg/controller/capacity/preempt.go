@@ -31,6 +31,24 @@ type choice struct {
 // result is placed but neither committed nor discarded: the caller commits
 // it. On failure s is as it was, and why says what stood in the way.
 func (s *Snapshot) preempt(c Candidate, pool []*Victim, taken map[*Victim]bool) (ch choice, ok bool, why string) {
+	// fits tries c with vs gone, and leaves s as it was unless keep.
+	fits := func(vs []*Victim, keep bool) (Result, bool) {
+		undo := s.evict(vs)
+		res := s.Place(c.Pods, c.Copies...)
+		ok := res.Placed() >= c.Need
+		if !ok || !keep {
+			s.Discard(res)
+			undo()
+		}
+		return res, ok
+	}
+	// Preemption places without the rule that guards nodes kube-scheduler
+	// still sees full (draining.go). A gang that only that rule refuses
+	// fits once the pods being deleted are gone: any victim would be one
+	// it does not need.
+	if _, ok := fits(nil, false); ok {
+		return ch, false, "no preemption: it fits once the pods being deleted are gone"
+	}
 	var eligible []*Victim
 	higher := 0
 	for _, v := range pool {
@@ -59,17 +77,6 @@ func (s *Snapshot) preempt(c Candidate, pool []*Victim, taken map[*Victim]bool) 
 		return a.Key < b.Key
 	})
 
-	// fits tries c with vs gone, and leaves s as it was unless keep.
-	fits := func(vs []*Victim, keep bool) (Result, bool) {
-		undo := s.evict(vs)
-		res := s.Place(c.Pods, c.Copies...)
-		ok := res.Placed() >= c.Need
-		if !ok || !keep {
-			s.Discard(res)
-			undo()
-		}
-		return res, ok
-	}
 	if _, ok := fits(eligible, false); !ok {
 		return ch, false, fmt.Sprintf("preemption cannot help: even with all %d gang(s) or pod(s) of lower priority gone it does not fit", len(eligible))
 	}

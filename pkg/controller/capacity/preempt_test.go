@@ -2,12 +2,14 @@ package capacity
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -254,6 +256,23 @@ func TestPreemption(t *testing.T) {
 			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"ns/web"}, Pods: 1}},
 		},
 		{
+			// Node a is free but for a pod being deleted, beside a pod of
+			// lower priority that kube-scheduler would preempt for the gang
+			// (draining.go): the gang waits for it to go. Preemption, which
+			// ignores that rule, must not take a victim it does not need
+			// (the e2e suite saw a gang waiting so preempt another test's).
+			name:  "a gang refused only by the rule on draining nodes waits, and preempts nobody",
+			nodes: []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")},
+			gangs: []running{{key: "other", priority: 1, nodes: []string{"b"}, cpu: "30"}},
+			unmanaged: []*corev1.Pod{
+				pod("going", "28", onNode("a"), withPriority(1), deleting), pod("beside", "2", onNode("a"), withPriority(1)),
+			},
+			candidates: []Candidate{preemptor("high", 10, 1, "30")},
+			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			wantMsg: map[string]string{"high": "needs 1 pods placed at once; 0 fit now: pod high-0 requesting cpu 30 does not fit; 2 of 2 nodes refuse the rest: " +
+				"1 Insufficient cpu (NodeResourcesFit), 1 " + drainRefusal + "; no preemption: it fits once the pods being deleted are gone"},
+		},
+		{
 			name:       "a gang that fits is admitted, and preempts nobody",
 			nodes:      four,
 			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "b"}, cpu: "30"}},
@@ -362,5 +381,113 @@ func TestPreemptionInFlightAcrossARace(t *testing.T) {
 	vs = Admit(tr.Snapshot(defaultFilters()), []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: t0.Add(time.Minute), Victims: func() Pool { return tr.Victims(false) }})
 	if len(vs) != 1 || !vs[0].Admit {
 		t.Fatalf("next cycle: verdicts %+v, want high admitted", vs)
+	}
+}
+
+// TestPreemptionOfUnmanagedPodsInFlight: with --preempt-unmanaged, a
+// preemptor whose recorded victims are pods Muster does not manage waits
+// for them, as for victim groups, while they still run (not yet evicted)
+// and while they are being deleted, and starts no second preemption: the
+// e2e test found a gang evicting a third pod it did not need, and more,
+// while its first two victims were being deleted. Once they are gone it is
+// admitted; a pod of a victim's name created after the decision is not the
+// victim.
+func TestPreemptionOfUnmanagedPodsInFlight(t *testing.T) {
+	decided := t0.Add(10 * time.Second)
+	created := func(at time.Time) podOpt {
+		return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(at) }
+	}
+	// Two nodes of 4 cpu, full: three pods of priority 1 and one of 10 on
+	// each. The preemptor needs 2 cpu at priority 10: two pods of priority
+	// 1 were chosen, low-a0 and low-b0.
+	running := func(name, node string, prio int32, opts ...podOpt) *corev1.Pod {
+		return pod(name, "1", append([]podOpt{onNode(node), withPriority(prio), created(t0)}, opts...)...)
+	}
+	base := func() []*corev1.Pod {
+		return []*corev1.Pod{
+			running("low-a0", "a", 1), running("low-a1", "a", 1), running("low-a2", "a", 1), running("equal-a", "a", 10),
+			running("low-b0", "b", 1), running("low-b1", "b", 1), running("low-b2", "b", 1), running("equal-b", "b", 10),
+		}
+	}
+	tests := []struct {
+		name string
+		// apply changes the chosen victims low-a0 and low-b0 in the tracker.
+		apply       func(tr *Tracker, victims []*corev1.Pod)
+		wantAdmit   bool
+		wantVictims []string
+	}{
+		{
+			name:  "not yet evicted: it waits for them",
+			apply: func(*Tracker, []*corev1.Pod) {},
+		},
+		{
+			name: "being deleted: it waits for them, and takes no other pod",
+			apply: func(tr *Tracker, vs []*corev1.Pod) {
+				for _, v := range vs {
+					tr.SetUnmanagedPod(func() *corev1.Pod { p := v.DeepCopy(); deleting(p); return p }())
+				}
+			},
+		},
+		{
+			name: "being deleted, seen by a relist: it waits for them",
+			apply: func(tr *Tracker, vs []*corev1.Pod) {
+				var all []*corev1.Pod
+				for _, p := range base() {
+					if p.Name == vs[0].Name || p.Name == vs[1].Name {
+						deleting(p)
+					}
+					all = append(all, p)
+				}
+				tr.ReplaceUnmanagedPods(all)
+			},
+		},
+		{
+			name: "gone: it is admitted",
+			apply: func(tr *Tracker, vs []*corev1.Pod) {
+				for _, v := range vs {
+					tr.SetUnmanagedPod(func() *corev1.Pod { p := v.DeepCopy(); deleting(p); return p }())
+					tr.RemoveUnmanagedPod(v.UID)
+				}
+			},
+			wantAdmit: true,
+		},
+		{
+			name: "replaced by pods of their names created after the decision: it preempts anew",
+			apply: func(tr *Tracker, vs []*corev1.Pod) {
+				for _, v := range vs {
+					tr.RemoveUnmanagedPod(v.UID)
+					p := running(v.Name, v.Spec.NodeName, 1, created(decided.Add(time.Second)))
+					p.UID = v.UID + "-new"
+					tr.SetUnmanagedPod(p)
+				}
+			},
+			wantVictims: []string{"ns/low-a0", "ns/low-b0"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			held := base()
+			tr := trackerOf([]*corev1.Node{node("a", "4", "64Gi"), node("b", "4", "64Gi")}, held...)
+			tc.apply(tr, []*corev1.Pod{held[0], held[4]})
+			c := Candidate{Key: "high", Priority: 10, Created: t0, Pods: pods("high", 2, "1", withPriority(10)), Need: 2, Preempt: true,
+				Preempting: []string{"ns/low-a0", "ns/low-b0"}, PreemptedAt: decided}
+			vs := Admit(tr.Snapshot(defaultFilters()), []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: decided.Add(time.Minute),
+				Victims: func() Pool { return tr.Victims(true) }})
+			if len(vs) != 1 {
+				t.Fatalf("verdicts %+v, want one", vs)
+			}
+			v := vs[0]
+			var victims []string
+			for _, vic := range v.Victims {
+				victims = append(victims, vic.Key)
+			}
+			slices.Sort(victims)
+			if v.Admit != tc.wantAdmit || !slices.Equal(victims, tc.wantVictims) {
+				t.Fatalf("verdict admit %t, victims %v (%s %q), want admit %t, victims %v", v.Admit, victims, v.Reason, v.Message, tc.wantAdmit, tc.wantVictims)
+			}
+			if !tc.wantAdmit && v.Reason != scheduling.ReasonPreempting {
+				t.Errorf("reason %s %q, want %s", v.Reason, v.Message, scheduling.ReasonPreempting)
+			}
+		})
 	}
 }

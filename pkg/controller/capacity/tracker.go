@@ -69,6 +69,9 @@ type Tracker struct {
 	// (draining.go).
 	drainingOn map[types.UID]string
 	draining   map[string]int
+	// deleting are the unmanaged pods among those, by UID: preemption
+	// waits for those that a recorded preemption chose (victims.go).
+	deleting map[types.UID]deletingPod
 	// requestOf maps each bound capacity-request pod among the unmanaged
 	// ones to its group's key; requests are those pods by group
 	// (requests.go).
@@ -116,6 +119,7 @@ func NewTracker(fastRelease bool) *Tracker {
 		groups:       map[string]GroupState{},
 		drainingOn:   map[types.UID]string{},
 		draining:     map[string]int{},
+		deleting:     map[types.UID]deletingPod{},
 		requestOf:    map[types.UID]string{},
 		requests:     map[string]map[types.UID]struct{}{},
 	}
@@ -179,7 +183,9 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 		key = requestKey(p)
 	}
 	t.setRequest(p.UID, key)
-	t.setDraining(p.UID, t.drainingNode(p))
+	drains := t.drainingNode(p)
+	t.setDraining(p.UID, drains)
+	t.setDeleting(p, drains != "")
 }
 
 // RemoveUnmanagedPod forgets a pod without the group label.
@@ -192,6 +198,7 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 	}
 	t.setRequest(uid, "")
 	t.setDraining(uid, "")
+	delete(t.deleting, uid)
 }
 
 // ReplaceUnmanagedPods replaces every unmanaged holding with those of pods,
@@ -200,6 +207,7 @@ func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 	fresh := make(map[types.UID]holding, len(pods))
 	drains := map[types.UID]string{}
 	requests := map[types.UID]string{}
+	deleting := map[types.UID]deletingPod{}
 	for _, p := range pods {
 		if t.holdsCapacity(p) {
 			fresh[p.UID] = holding{node: p.Spec.NodeName, info: holderInfo(p)}
@@ -209,10 +217,12 @@ func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 		}
 		if node := t.drainingNode(p); node != "" {
 			drains[p.UID] = node
+			deleting[p.UID] = deletingOf(p)
 		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.deleting = deleting
 	for uid := range t.drainingOn {
 		if _, managed := t.managed[uid]; !managed {
 			t.setDraining(uid, "")

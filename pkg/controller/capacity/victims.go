@@ -75,7 +75,11 @@ type Pool struct {
 	Eligible []*Victim
 	// Marked are the groups already preempted, by key, with what they
 	// still hold: they are not chosen again, and the preemptor that chose
-	// them places itself as if they were gone.
+	// them places itself as if they were gone. With unmanaged pods, the
+	// pods Muster does not manage that are being deleted while still bound
+	// are there too, holding nothing (fast release): a preemptor whose
+	// victims they are waits until they are gone, as kube-scheduler still
+	// counts them, rather than preempting anew.
 	Marked map[string]*Victim
 }
 
@@ -94,9 +98,10 @@ func (t *Tracker) SetGroupState(key string, st *GroupState) {
 // Victims returns what holds capacity and may be preempted: admitted
 // groups (their pods' holdings and their reserved places), preempted
 // groups still holding capacity, and with unmanaged the pods Muster does
-// not manage. Its cost is that of the admitted groups' pods (and the
-// unmanaged pods, with unmanaged); the admission cycle calls it once, and
-// only when a gang that may preempt does not fit.
+// not manage, those being deleted among the marked. Its cost is that of
+// the admitted groups' pods (and the unmanaged pods, with unmanaged); the
+// admission cycle calls it once, and only when a gang that may preempt
+// does not fit.
 func (t *Tracker) Victims(unmanaged bool) Pool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -145,6 +150,11 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 		}
 	}
 	if unmanaged {
+		for uid, d := range t.deleting {
+			if _, ok := pool.Marked[d.key]; !ok {
+				pool.Marked[d.key] = &Victim{Key: d.key, Kind: scheduling.VictimKindPod, UID: uid, Since: d.since}
+			}
+		}
 		for uid, h := range t.unmanaged {
 			if _, request := t.requestOf[uid]; request {
 				continue // goes with its gang's request (requests.go)

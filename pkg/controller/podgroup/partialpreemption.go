@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -32,13 +31,8 @@ func completePartialPreemption(pg *v1alpha1.PodGroup, v *podView, now time.Time)
 		return ""
 	}
 	why := fmt.Sprintf("kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority", p.Name, p.Spec.NodeName)
-	setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, corev1.PodReasonPreemptionByScheduler, why, now)
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, corev1.PodReasonPreemptionByScheduler,
-		why+"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again", now)
-	pg.Status.Placements, pg.Status.Reservations = nil, nil
-	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
-		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, corev1.PodReasonPreemptionByScheduler, why, now)
-	}
+	markPreempted(pg, corev1.PodReasonPreemptionByScheduler, why,
+		"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again", now)
 	return why
 }
 

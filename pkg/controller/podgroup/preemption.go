@@ -138,14 +138,7 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 		if at := pg.Status.AdmissionTime; at != nil && at.After(decided.Time) {
 			return nil // admitted again since: not the gang that was chosen.
 		}
-		now := c.clock.Now()
-		setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, scheduling.ReasonPreemptionByMuster, why, now)
-		setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreemptionByMuster,
-			why+"; its released pods are evicted, and it waits whole again", now)
-		pg.Status.Placements, pg.Status.Reservations = nil, nil
-		if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
-			setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonPreemptionByMuster, why, now)
-		}
+		markPreempted(pg, scheduling.ReasonPreemptionByMuster, why, "; its released pods are evicted, and it waits whole again", c.clock.Now())
 		updated, err := client.UpdateStatus(ctx, pg, statusUpdateOptions)
 		if err != nil {
 			return err
@@ -164,6 +157,19 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 		c.queue.Add(groupKey(v.Namespace, v.Name))
 	}
 	return nil
+}
+
+// markPreempted writes Preempted=True and Admitted=False, with reason and
+// why (Admitted's message adds then), to a group, and drops its placements
+// and reservations: its capacity goes to others, and it waits whole again.
+// Its own sync then evicts its released pods (step 9c).
+func markPreempted(pg *v1alpha1.PodGroup, reason, why, then string, now time.Time) {
+	setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, reason, why, now)
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, why+then, now)
+	pg.Status.Placements, pg.Status.Reservations = nil, nil
+	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, reason, why, now)
+	}
 }
 
 // evictUnmanaged evicts a victim pod that Muster does not manage
