@@ -90,8 +90,10 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 		// is being deleted, may have rewritten the reason since
 		// (conditions merge by type); Muster counts such a pod as
 		// preempted too.
+		// kube-scheduler's own preemption counts too: Muster then preempts
+		// the rest of that gang whole.
 		_, seen := l.evictedUIDs.Load(p.UID)
-		evicted := seen || preemptedByMuster(p)
+		evicted := seen || preemptedByMuster(p) || disruption(p) == corev1.PodReasonPreemptionByScheduler
 		if seen && !preemptedByMuster(p) {
 			o.remarked = append(o.remarked, fmt.Sprintf("%s (%s)", p.Name, disruption(p)))
 		}
