@@ -134,11 +134,11 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 	return v
 }
 
-// failed notes a finished pod that counts as failed, and whether Muster
-// preempted it.
+// failed notes a finished pod that counts as failed, and whether it was
+// preempted, by Muster or by kube-scheduler.
 func (v *podView) failed(p *corev1.Pod) {
 	v.finished[p.UID] = resultFailed
-	if preemptedByMuster(p) {
+	if preemptedByMuster(p) || preemptedBySchedulerPod(p) {
 		v.preempted[p.UID] = true
 	}
 }

@@ -153,6 +153,13 @@ func disrupted(p *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
+// preemptedBySchedulerPod reports whether the pod carries DisruptionTarget
+// with reason PreemptionByScheduler.
+func preemptedBySchedulerPod(p *corev1.Pod) bool {
+	_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler
+}
+
 // preemptedByMuster reports whether the pod carries DisruptionTarget with
 // reason PreemptionByMuster.
 func preemptedByMuster(p *corev1.Pod) bool {

@@ -131,29 +131,31 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 	}
 }
 
-// TestSyncCountsPreemptedPods: a pod Muster preempted counts in failed and
-// in preempted, once, through the uncounted list.
+// TestSyncCountsPreemptedPods: a pod preempted, by Muster or by
+// kube-scheduler, counts in failed and in preempted, once, through the
+// uncounted list; a pod that crashed counts in failed only.
 func TestSyncCountsPreemptedPods(t *testing.T) {
-	pg := admitted(2)
+	pg := admitted(3)
 	h := newHarness(t, func(c *Config) { c.StatusBatchPeriod = 0 }, objects(pg,
-		newPod("evicted", ungated, onNode("n"), failed, markedByMuster), newPod("crashed", ungated, onNode("n"), failed))...)
+		newPod("evicted", ungated, onNode("n"), failed, markedByMuster), newPod("crashed", ungated, onNode("n"), failed),
+		newPod("theirs", ungated, onNode("n"), failed, markedByScheduler))...)
 	h.sync()
 	writes := h.statusWrites()
 	if len(writes) < 2 {
 		t.Fatalf("%d status writes, want the record and the count", len(writes))
 	}
 	u := writes[0].Status.UncountedTerminatedPods
-	if u == nil || !slices.Equal(u.Preempted, uids("evicted")) || len(u.Failed) != 2 {
-		t.Fatalf("first write's uncounted = %+v, want both failed and evicted preempted", u)
+	if u == nil || !slices.Equal(slices.Sorted(slices.Values(u.Preempted)), uids("evicted", "theirs")) || len(u.Failed) != 3 {
+		t.Fatalf("first write's uncounted = %+v, want all three failed and evicted and theirs preempted", u)
 	}
 	last := writes[len(writes)-1].Status
-	if last.Failed != 2 || last.Preempted != 1 || last.UncountedTerminatedPods != nil {
-		t.Errorf("counts failed %d preempted %d uncounted %+v, want 2, 1 and none", last.Failed, last.Preempted, last.UncountedTerminatedPods)
+	if last.Failed != 3 || last.Preempted != 2 || last.UncountedTerminatedPods != nil {
+		t.Errorf("counts failed %d preempted %d uncounted %+v, want 3, 2 and none", last.Failed, last.Preempted, last.UncountedTerminatedPods)
 	}
 	h.observe()
 	h.sync()
-	if g := h.group().Status; g.Failed != 2 || g.Preempted != 1 {
-		t.Errorf("after a second sync: failed %d preempted %d, want 2 and 1: each pod is counted once", g.Failed, g.Preempted)
+	if g := h.group().Status; g.Failed != 3 || g.Preempted != 2 {
+		t.Errorf("after a second sync: failed %d preempted %d, want 3 and 2: each pod is counted once", g.Failed, g.Preempted)
 	}
 }
 

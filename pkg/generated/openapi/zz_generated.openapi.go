@@ -943,7 +943,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupStatus(ref common.ReferenceCall
 					},
 					"preempted": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Preempted is how many of the failed pods failed because Muster preempted them for a gang of higher priority: each carries the condition DisruptionTarget with reason PreemptionByMuster. Counted exactly once each, in the same write that counts them in failed.",
+							Description: "Preempted is how many of the failed pods failed because they were preempted for pods of higher priority: by Muster, for a gang (the pod carries the condition DisruptionTarget with reason PreemptionByMuster), or by kube-scheduler (reason PreemptionByScheduler), after which Muster preempts the rest of the gang. Counted exactly once each, in the same write that counts them in failed.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

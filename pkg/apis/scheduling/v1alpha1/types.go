@@ -364,10 +364,13 @@ type PodGroupStatus struct {
 	// running, counted exactly once each.
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
-	// Preempted is how many of the failed pods failed because Muster
-	// preempted them for a gang of higher priority: each carries the
-	// condition DisruptionTarget with reason PreemptionByMuster. Counted
-	// exactly once each, in the same write that counts them in failed.
+	// Preempted is how many of the failed pods failed because they were
+	// preempted for pods of higher priority: by Muster, for a gang (the pod
+	// carries the condition DisruptionTarget with reason
+	// PreemptionByMuster), or by kube-scheduler (reason
+	// PreemptionByScheduler), after which Muster preempts the rest of the
+	// gang. Counted exactly once each, in the same write that counts them
+	// in failed.
 	// +optional
 	Preempted int32 `json:"preempted,omitempty"`
 

@@ -50,10 +50,13 @@ type PodGroupStatusApplyConfiguration struct {
 	// Failed is the number of pods that ended in failure or were deleted while
 	// running, counted exactly once each.
 	Failed *int32 `json:"failed,omitempty"`
-	// Preempted is how many of the failed pods failed because Muster
-	// preempted them for a gang of higher priority: each carries the
-	// condition DisruptionTarget with reason PreemptionByMuster. Counted
-	// exactly once each, in the same write that counts them in failed.
+	// Preempted is how many of the failed pods failed because they were
+	// preempted for pods of higher priority: by Muster, for a gang (the pod
+	// carries the condition DisruptionTarget with reason
+	// PreemptionByMuster), or by kube-scheduler (reason
+	// PreemptionByScheduler), after which Muster preempts the rest of the
+	// gang. Counted exactly once each, in the same write that counts them
+	// in failed.
 	Preempted *int32 `json:"preempted,omitempty"`
 	// UncountedTerminatedPods holds the UIDs of finished pods whose tracking
 	// finalizer the controller is removing and that are not yet in the
