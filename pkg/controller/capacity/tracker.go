@@ -262,13 +262,6 @@ func (t *Tracker) UnmanagedPods() int {
 // state the informer delivers after that is ignored.
 func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
 	rv := resourceVersion(p)
-	t.mu.RLock()
-	old, ok := t.managed[p.UID]
-	stale := ok && rv != 0 && old.rv > rv
-	t.mu.RUnlock()
-	if stale {
-		return
-	}
 	pp := PlacementPod(p)
 	mp := &managedPod{
 		group:  key,

@@ -147,22 +147,33 @@ func evictedWhilePreempted(pg *v1alpha1.PodGroup, p *corev1.Pod) bool {
 	return c.Status == metav1.ConditionTrue || deleted.Before(c.LastTransitionTime.Time)
 }
 
-// disrupted reports whether the pod carries DisruptionTarget=True.
-func disrupted(p *corev1.Pod) bool {
+// disruption is the pod's DisruptionTarget=True condition, or nil.
+func disruption(p *corev1.Pod) *corev1.PodCondition {
 	_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
-	return c != nil && c.Status == corev1.ConditionTrue
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return nil
+	}
+	return c
+}
+
+// disrupted reports whether the pod carries DisruptionTarget=True.
+func disrupted(p *corev1.Pod) bool { return disruption(p) != nil }
+
+// disruptedFor reports whether the pod carries DisruptionTarget=True with
+// that reason.
+func disruptedFor(p *corev1.Pod, reason string) bool {
+	c := disruption(p)
+	return c != nil && c.Reason == reason
 }
 
 // preemptedBySchedulerPod reports whether the pod carries DisruptionTarget
 // with reason PreemptionByScheduler.
 func preemptedBySchedulerPod(p *corev1.Pod) bool {
-	_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
-	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler
+	return disruptedFor(p, corev1.PodReasonPreemptionByScheduler)
 }
 
 // preemptedByMuster reports whether the pod carries DisruptionTarget with
 // reason PreemptionByMuster.
 func preemptedByMuster(p *corev1.Pod) bool {
-	_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
-	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == scheduling.ReasonPreemptionByMuster
+	return disruptedFor(p, scheduling.ReasonPreemptionByMuster)
 }

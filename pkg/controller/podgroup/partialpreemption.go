@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
@@ -47,8 +46,8 @@ func preemptedByScheduler(pg *v1alpha1.PodGroup, v *podView) *corev1.Pod {
 		if p.Spec.NodeName == "" {
 			continue // it never ran: its gang is not running short for it
 		}
-		_, c := podutil.GetPodCondition(&p.Status, corev1.DisruptionTarget)
-		if c == nil || c.Status != corev1.ConditionTrue || c.Reason != corev1.PodReasonPreemptionByScheduler {
+		c := disruption(p)
+		if c == nil || c.Reason != corev1.PodReasonPreemptionByScheduler {
 			continue
 		}
 		// Times are in seconds: a mark in the second of the admission is

@@ -216,10 +216,11 @@ func TestCapacityResumesRecordedPlacement(t *testing.T) {
 	}
 }
 
-// TestCapacityReservationsAreNotOfferedTwice: the placements a group records
-// reserve their nodes, so a second gang does not get the same capacity
-// before the first is bound.
-func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
+// twoGangsOnOneNode: gang a, admitted with both its pods placed on n1 (8
+// CPUs), and gang b waiting with two pods of 4 CPUs, which fit only in the
+// room a holds.
+func twoGangsOnOneNode(t *testing.T) (*v1alpha1.PodGroup, *harness) {
+	t.Helper()
 	pg := admitted(2, func(pg *v1alpha1.PodGroup) {
 		pg.Status.Placements = []v1alpha1.PodPlacement{{Pod: "a-0", UID: "uid-a-0", Node: "n1"}, {Pod: "a-1", UID: "uid-a-1", Node: "n1"}}
 	})
@@ -230,6 +231,14 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 		objs = append(objs, p)
 	}
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objs...)
+	return pg, h
+}
+
+// TestCapacityReservationsAreNotOfferedTwice: the placements a group records
+// reserve their nodes, so a second gang does not get the same capacity
+// before the first is bound.
+func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
+	_, h := twoGangsOnOneNode(t)
 	if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
 		t.Fatal(err)
 	}
@@ -247,16 +256,7 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 // node looked free for that moment, and a second gang was released into
 // room kube-scheduler saw full.
 func TestCapacityReleasedPodHoldsItsNodeAtOnce(t *testing.T) {
-	pg := admitted(2, func(pg *v1alpha1.PodGroup) {
-		pg.Status.Placements = []v1alpha1.PodPlacement{{Pod: "a-0", UID: "uid-a-0", Node: "n1"}, {Pod: "a-1", UID: "uid-a-1", Node: "n1"}}
-	})
-	other := newGroup(2, func(g *v1alpha1.PodGroup) { g.Name = "b"; g.UID = "uid-b" })
-	objs := objects(pg, pods("a", 2, requests("4"))...)
-	objs = append(objs, other)
-	for _, p := range pods("b", 2, requests("4"), inGroup("b")) {
-		objs = append(objs, p)
-	}
-	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objs...)
+	pg, h := twoGangsOnOneNode(t)
 	if _, err := h.c.sync(t.Context(), testNS+"/"+pg.Name); err != nil {
 		t.Fatal(err)
 	}
