@@ -30,7 +30,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
-ALL_TOOLS=(etcd kwok jobset karpenter kube-apiserver kube-controller-manager kube-scheduler kubectl)
+ALL_TOOLS=(etcd kwok jobset karpenter kube)
+# The control plane of a release is one binary, kube (hack/tools/kube), and
+# each component a link to it; naming any component builds them all.
+KUBE_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 SHARED_TOOLS=(etcd kwok jobset karpenter)
 # JobSet's and Karpenter's manifests at the pinned versions, copied from
 # their modules by `build jobset` and `build karpenter`, so that the harness
@@ -105,10 +108,12 @@ kube_bin_dir() {
   fi
 }
 
-# fingerprint identifies everything that decides what a module builds.
+# fingerprint identifies everything that decides what a module builds: its
+# go.mod and go.sum, and the sources of the multi-call kube binary where the
+# module has them.
 fingerprint() {
   local dir=$1
-  cat "${dir}/go.mod" "${dir}/go.sum" | sha256sum | cut -c1-16
+  cat "${dir}/go.mod" "${dir}/go.sum" $(compgen -G "${dir}/kube/*.go") | sha256sum | cut -c1-16
 }
 
 # kube_ldflags stamps the release version into the binary so that
@@ -150,11 +155,14 @@ build_tool() {
 build() {
   local tool=$1 kube_dir=$2 kube_bin=$3 version date
   case "${tool}" in
-  kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
+  kube | kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
     version="$(module_field "${kube_dir}" k8s.io/kubernetes .Version)"
     date="$(module_field "${kube_dir}" k8s.io/kubernetes '.Time.UTC.Format "2006-01-02T15:04:05Z"')"
-    build_tool "${kube_bin}" "${tool}" "${kube_dir}" "k8s.io/kubernetes/cmd/${tool}" "${version}" \
-      "$(kube_ldflags "${version}" "${date}")"
+    build_tool "${kube_bin}" kube "${kube_dir}" ./kube "${version}" "$(kube_ldflags "${version}" "${date}")"
+    local component
+    for component in "${KUBE_COMPONENTS[@]}"; do
+      ln -sfn kube "${kube_bin}/${component}"
+    done
     ;;
   etcd)
     version="$(module_field "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3 .Version)"

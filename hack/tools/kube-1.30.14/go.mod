@@ -13,6 +13,14 @@ tool (
 )
 
 require (
+	github.com/spf13/cobra v1.7.0
+	k8s.io/client-go v0.30.14
+	k8s.io/component-base v0.30.14
+	k8s.io/kubectl v0.0.0
+	k8s.io/kubernetes v1.30.14
+)
+
+require (
 	cloud.google.com/go/compute v1.23.0 // indirect
 	cloud.google.com/go/compute/metadata v0.2.3 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20210617225240-d185dfc1b5a1 // indirect
@@ -113,7 +121,6 @@ require (
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/seccomp/libseccomp-golang v0.10.0 // indirect
 	github.com/sirupsen/logrus v1.9.0 // indirect
-	github.com/spf13/cobra v1.7.0 // indirect
 	github.com/spf13/pflag v1.0.5 // indirect
 	github.com/stoewer/go-strcase v1.2.0 // indirect
 	github.com/syndtr/gocapability v0.0.0-20200815063812-42c35b437635 // indirect
@@ -166,10 +173,8 @@ require (
 	k8s.io/apimachinery v0.30.14 // indirect
 	k8s.io/apiserver v0.30.14 // indirect
 	k8s.io/cli-runtime v0.30.14 // indirect
-	k8s.io/client-go v0.30.14 // indirect
 	k8s.io/cloud-provider v0.30.14 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-base v0.30.14 // indirect
 	k8s.io/component-helpers v0.30.14 // indirect
 	k8s.io/controller-manager v0.30.14 // indirect
 	k8s.io/cri-api v0.30.14 // indirect
@@ -182,9 +187,7 @@ require (
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20240228011516-70dd3763d340 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubectl v0.0.0 // indirect
 	k8s.io/kubelet v0.30.14 // indirect
-	k8s.io/kubernetes v1.30.14 // indirect
 	k8s.io/legacy-cloud-providers v0.0.0 // indirect
 	k8s.io/metrics v0.30.14 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
