@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/muster-dev/muster/pkg/controller/autoscaling"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // musterReadRole names the ClusterRole with what every k8s.io/apiserver
@@ -175,11 +175,11 @@ func (c *Cluster) RestartMuster(ctx context.Context) error {
 }
 
 // createCapacityRequestPriorityClass creates the PriorityClass every
-// capacity-request pod names, as artifacts/base/priorityclass.yaml does:
+// capacity-request pod names, as manifests.PriorityClassFile does:
 // kube-apiserver refuses a pod whose class is missing, and Muster's role
 // may not create it.
 func (c *Cluster) createCapacityRequestPriorityClass(ctx context.Context) error {
-	pc := autoscaling.PriorityClass()
+	pc := manifests.PriorityClass()
 	if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // Names of the binaries the harness runs from Options.BinDir.
@@ -25,7 +27,7 @@ const (
 var RequiredBinaries = []string{EtcdBinary, KubeAPIServerBinary, ControllerManagerBinary, SchedulerBinary, KwokBinary, KubectlBinary}
 
 // MusterRBACManifest is Muster's RBAC, relative to the repository root.
-const MusterRBACManifest = "artifacts/base/rbac.yaml"
+const MusterRBACManifest = manifests.RBACFile
 
 // modulePath identifies the repository root when BinDir is defaulted.
 const modulePath = "github.com/muster-dev/muster"
@@ -62,7 +64,7 @@ type Options struct {
 	MusterArgs []string
 	// PreparePolicy installs the MutatingAdmissionPolicy that prepares new
 	// pods in kube-apiserver, where the cluster serves it (1.36+), as
-	// artifacts/prepare-policy does; else the mutating webhook does the work
+	// manifests.PreparePolicyFile does; else the mutating webhook does the work
 	// (make perf compares both).
 	PreparePolicy bool
 	// MusterManifests are YAML files applied with kubectl before Muster

@@ -13,8 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/controller/podgroup"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // servesAdmissionPolicies reports whether kube-apiserver serves
@@ -37,35 +36,25 @@ func (c *Cluster) servesAdmissionPolicies() (validating, mutating bool, err erro
 }
 
 // registerPreparePolicy creates the MutatingAdmissionPolicy that prepares
-// new pods in kube-apiserver, as artifacts/prepare-policy does.
+// new pods in kube-apiserver, as manifests.PreparePolicyFile does.
 func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
 	api := c.Client.AdmissionregistrationV1()
-	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating policy %s: %w", pods.PreparePolicyName, err)
+	if _, err := api.MutatingAdmissionPolicies().Create(ctx, manifests.PreparePolicy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating policy %s: %w", manifests.PreparePolicyName, err)
 	}
-	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, pods.PreparePolicyBinding(pods.Config{}), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating policy binding %s: %w", pods.PreparePolicyName, err)
+	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, manifests.PreparePolicyBinding(manifests.Config{}), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating policy binding %s: %w", manifests.PreparePolicyName, err)
 	}
 	return nil
 }
 
 // registerPolicies creates Muster's ValidatingAdmissionPolicies and their
-// bindings, as artifacts/base/policies.yaml does.
+// bindings, as manifests.PoliciesFile does.
 func (c *Cluster) registerPolicies(ctx context.Context) error {
-	if err := c.createPolicy(ctx, pods.LabelsPolicy(), pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName)); err != nil {
-		return err
-	}
-	if err := c.createPolicy(ctx, podgroup.OrderedReadyPolicy(), podgroup.OrderedReadyPolicyBinding()); err != nil {
-		return err
-	}
-	if err := c.createPolicy(ctx, pods.QuotaWritesPolicy(), pods.QuotaWritesPolicyBinding()); err != nil {
-		return err
-	}
-	if err := c.createPolicy(ctx, pods.WritesPolicy(), pods.WritesPolicyBinding()); err != nil {
-		return err
-	}
-	if err := c.createPolicy(ctx, pods.CreatesPolicy(), pods.CreatesPolicyBinding()); err != nil {
-		return err
+	for _, p := range manifests.ValidatingPolicies() {
+		if err := c.createPolicy(ctx, p.Policy, p.Binding); err != nil {
+			return err
+		}
 	}
 	return c.waitPolicyEnforced(ctx)
 }
@@ -86,10 +75,10 @@ func (c *Cluster) waitPolicyEnforced(ctx context.Context) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, last = c.Client.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last != nil && strings.Contains(last.Error(), pods.LabelsPolicyName), nil
+		return last != nil && strings.Contains(last.Error(), manifests.LabelsPolicyName), nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for kube-apiserver to enforce %s (last answer: %v): %w", pods.LabelsPolicyName, last, err)
+		return fmt.Errorf("waiting for kube-apiserver to enforce %s (last answer: %v): %w", manifests.LabelsPolicyName, last, err)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // registerWebhooks registers Muster's pod webhooks with kube-apiserver,
@@ -50,12 +50,12 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	if err != nil {
 		return fmt.Errorf("reading CA bundle: %w", err)
 	}
-	cfg := pods.Config{URL: webhookURL, CABundle: caBundle, ValidateUpdates: c.webhookValidatesUpdates}
-	mutating, err := pods.MutatingWebhookConfiguration(cfg)
+	cfg := manifests.Config{URL: webhookURL, CABundle: caBundle, ValidateUpdates: c.webhookValidatesUpdates}
+	mutating, err := manifests.MutatingWebhookConfiguration(cfg)
 	if err != nil {
 		return err
 	}
-	validating, err := pods.ValidatingWebhookConfiguration(cfg)
+	validating, err := manifests.ValidatingWebhookConfiguration(cfg)
 	if err != nil {
 		return err
 	}

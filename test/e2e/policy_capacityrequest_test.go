@@ -13,7 +13,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // createAs creates p as client; a dry run unless real.
@@ -70,12 +70,12 @@ func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 		var err error
 		if i == 0 {
 			// Until kube-apiserver has loaded the policy.
-			err = waitPolicyDenies(t, ctx, pods.CreatesPolicyName, createAs(muster, d.pod, false))
+			err = waitPolicyDenies(t, ctx, manifests.CreatesPolicyName, createAs(muster, d.pod, false))
 		} else {
 			err = createAs(muster, d.pod, false)(ctx, nil)
 		}
-		if err == nil || !strings.Contains(err.Error(), policyDenial(pods.CreatesPolicyName)) {
-			t.Errorf("Muster creating %s: got %v, want a denial by %s", d.name, err, pods.CreatesPolicyName)
+		if err == nil || !strings.Contains(err.Error(), policyDenial(manifests.CreatesPolicyName)) {
+			t.Errorf("Muster creating %s: got %v, want a denial by %s", d.name, err, manifests.CreatesPolicyName)
 			continue
 		}
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), d.field+": Forbidden") {

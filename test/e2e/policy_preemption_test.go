@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // conditionPatch is a strategic-merge patch of pods/status that adds, or
@@ -100,13 +100,13 @@ func TestPolicyMusterPreemptionWrites(t *testing.T) {
 			for _, d := range denied {
 				var err error
 				if first {
-					err = waitPolicyDenies(t, ctx, pods.WritesPolicyName, d.write)
+					err = waitPolicyDenies(t, ctx, manifests.WritesPolicyName, d.write)
 					first = false
 				} else {
 					err = d.write(ctx, nil)
 				}
-				if err == nil || !strings.Contains(err.Error(), policyDenial(pods.WritesPolicyName)) {
-					t.Errorf("Muster %s: got %v, want a denial by %s", d.name, err, pods.WritesPolicyName)
+				if err == nil || !strings.Contains(err.Error(), policyDenial(manifests.WritesPolicyName)) {
+					t.Errorf("Muster %s: got %v, want a denial by %s", d.name, err, manifests.WritesPolicyName)
 					continue
 				}
 				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), d.field+": Forbidden") {

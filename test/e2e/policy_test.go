@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -67,9 +67,9 @@ func TestPolicyGroupLabelImmutable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := waitPolicyDenies(t, ctx, pods.LabelsPolicyName, tt.write)
-			if err == nil || !strings.Contains(err.Error(), policyDenial(pods.LabelsPolicyName)) {
-				t.Fatalf("changing the group label: got %v, want a denial by %s", err, pods.LabelsPolicyName)
+			err := waitPolicyDenies(t, ctx, manifests.LabelsPolicyName, tt.write)
+			if err == nil || !strings.Contains(err.Error(), policyDenial(manifests.LabelsPolicyName)) {
+				t.Fatalf("changing the group label: got %v, want a denial by %s", err, manifests.LabelsPolicyName)
 			}
 			if !apierrors.IsInvalid(err) {
 				t.Errorf("denial %v is not Invalid (422)", err)
@@ -158,18 +158,18 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 			write := patch(muster, types.StrategicMergePatchType, tt.patch)
 			var err error
 			if i == 0 {
-				err = waitPolicyDenies(t, ctx, pods.WritesPolicyName, write)
+				err = waitPolicyDenies(t, ctx, manifests.WritesPolicyName, write)
 			} else {
 				err = write(ctx, nil)
 			}
-			if err == nil || !strings.Contains(err.Error(), policyDenial(pods.WritesPolicyName)) {
-				t.Fatalf("Muster changing %s: got %v, want a denial by %s", tt.name, err, pods.WritesPolicyName)
+			if err == nil || !strings.Contains(err.Error(), policyDenial(manifests.WritesPolicyName)) {
+				t.Fatalf("Muster changing %s: got %v, want a denial by %s", tt.name, err, manifests.WritesPolicyName)
 			}
 			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.field+": Forbidden") {
 				t.Errorf("denial %q is not Forbidden on %s", err, tt.field)
 			}
 			// The same write by an administrator passes the policy.
-			if err := patch(kube, types.StrategicMergePatchType, tt.patch)(ctx, nil); err != nil && strings.Contains(err.Error(), pods.WritesPolicyName) {
+			if err := patch(kube, types.StrategicMergePatchType, tt.patch)(ctx, nil); err != nil && strings.Contains(err.Error(), manifests.WritesPolicyName) {
 				t.Errorf("the policy denies an administrator too: %v", err)
 			}
 		})
@@ -281,13 +281,13 @@ func TestPolicyMusterConfinedToManagedPods(t *testing.T) {
 			write := dryRunPatch(muster, tt.ns, tt.pod, tt.pt, tt.patch)
 			var err error
 			if i == 0 {
-				err = waitPolicyDenies(t, ctx, pods.WritesPolicyName, write)
+				err = waitPolicyDenies(t, ctx, manifests.WritesPolicyName, write)
 			} else {
 				err = write(ctx, nil)
 			}
-			expectDenial(t, err, pods.WritesPolicyName, tt.field)
+			expectDenial(t, err, manifests.WritesPolicyName, tt.field)
 			// An administrator is not confined.
-			if err := dryRunPatch(kube, tt.ns, tt.pod, tt.pt, tt.patch)(ctx, nil); err != nil && strings.Contains(err.Error(), pods.WritesPolicyName) {
+			if err := dryRunPatch(kube, tt.ns, tt.pod, tt.pt, tt.patch)(ctx, nil); err != nil && strings.Contains(err.Error(), manifests.WritesPolicyName) {
 				t.Errorf("the policy denies an administrator too: %v", err)
 			}
 		})
@@ -324,8 +324,8 @@ func TestPolicyConfinementFollowsTheRole(t *testing.T) {
 	pod := createPod(t, ctx, newPod(ns, "p", podOpts{group: "g"}))
 	renamed := env.ImpersonatingClient("system:serviceaccount:" + ns + ":" + sa.Name)
 
-	err := waitPolicyDenies(t, ctx, pods.WritesPolicyName, dryRunPatch(renamed, ns, pod.Name, types.MergePatchType, `{"metadata":{"labels":{"team":"x"}}}`))
-	expectDenial(t, err, pods.WritesPolicyName, "metadata.labels")
+	err := waitPolicyDenies(t, ctx, manifests.WritesPolicyName, dryRunPatch(renamed, ns, pod.Name, types.MergePatchType, `{"metadata":{"labels":{"team":"x"}}}`))
+	expectDenial(t, err, manifests.WritesPolicyName, "metadata.labels")
 	if err := dryRunPatch(renamed, ns, pod.Name, types.JSONPatchType, `[{"op":"replace","path":"/spec/schedulingGates","value":[]}]`)(ctx, nil); err != nil {
 		t.Errorf("the renamed account removing Muster's gate: %v", err)
 	}
@@ -376,9 +376,9 @@ func TestPolicyMusterQuotaWritesConfined(t *testing.T) {
 	used := func(q *corev1.ResourceQuota) corev1.ResourceList { return q.Status.Used }
 	hard := func(q *corev1.ResourceQuota) corev1.ResourceList { return q.Status.Hard }
 
-	err := waitPolicyDenies(t, ctx, pods.QuotaWritesPolicyName, writeStatus(set(used, corev1.ResourcePods, "9")))
-	expectDenial(t, err, pods.QuotaWritesPolicyName, "status.used")
-	expectDenial(t, writeStatus(set(hard, podGroupCount, "50"))(ctx, nil), pods.QuotaWritesPolicyName, "status.hard")
+	err := waitPolicyDenies(t, ctx, manifests.QuotaWritesPolicyName, writeStatus(set(used, corev1.ResourcePods, "9")))
+	expectDenial(t, err, manifests.QuotaWritesPolicyName, "status.used")
+	expectDenial(t, writeStatus(set(hard, podGroupCount, "50"))(ctx, nil), manifests.QuotaWritesPolicyName, "status.hard")
 	if err := writeStatus(set(used, podGroupCount, "1"))(ctx, nil); err != nil {
 		t.Errorf("Muster recording the usage of %s: %v", podGroupCount, err)
 	}
@@ -416,8 +416,8 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 		pod    string
 		policy string
 	}{
-		{"a user, on the pod that ended", kube, done.Name, pods.LabelsPolicyName},
-		{"a user, on a pod that waits", kube, waiting.Name, pods.LabelsPolicyName},
+		{"a user, on the pod that ended", kube, done.Name, manifests.LabelsPolicyName},
+		{"a user, on a pod that waits", kube, waiting.Name, manifests.LabelsPolicyName},
 		{"Muster, on the pod that ended", muster, done.Name, ""},
 	}
 	for i, tt := range denied {
@@ -425,16 +425,16 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 			write := dryRunPatch(tt.client, ns, tt.pod, types.MergePatchType, putBack)
 			var err error
 			if i == 0 {
-				err = waitPolicyDenies(t, ctx, pods.LabelsPolicyName, write)
+				err = waitPolicyDenies(t, ctx, manifests.LabelsPolicyName, write)
 			} else {
 				err = write(ctx, nil)
 			}
 			policy := tt.policy
-			if policy == "" && err != nil && strings.Contains(err.Error(), policyDenial(pods.WritesPolicyName)) {
+			if policy == "" && err != nil && strings.Contains(err.Error(), policyDenial(manifests.WritesPolicyName)) {
 				// Both policies deny Muster here; either may answer first.
-				policy = pods.WritesPolicyName
+				policy = manifests.WritesPolicyName
 			} else if policy == "" {
-				policy = pods.LabelsPolicyName
+				policy = manifests.LabelsPolicyName
 			}
 			expectDenial(t, err, policy, "metadata.finalizers")
 		})
@@ -457,7 +457,7 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 // policy's status, and an error, so a denial, on each request it reaches.
 func TestPolicyExpressionsTypeCheck(t *testing.T) {
 	ctx := testContext(t, time.Minute)
-	for _, name := range []string{pods.LabelsPolicyName, pods.WritesPolicyName, pods.CreatesPolicyName, pods.QuotaWritesPolicyName} {
+	for _, name := range []string{manifests.LabelsPolicyName, manifests.WritesPolicyName, manifests.CreatesPolicyName, manifests.QuotaWritesPolicyName} {
 		waitFor(t, ctx, "policy "+name+" to be type-checked", func(ctx context.Context) (bool, error) {
 			p, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || p.Status.ObservedGeneration != p.Generation {

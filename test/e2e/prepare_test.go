@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // webhookCalls sums kube-apiserver's count of admission calls to the named
@@ -62,11 +62,11 @@ func TestPreparePolicy(t *testing.T) {
 				installPreparePolicy(t, ctx, ns)
 			}
 			name := fmt.Sprintf("prepared-%v", policy)
-			before := webhookCalls(t, ctx, pods.MutatingWebhookName)
+			before := webhookCalls(t, ctx, manifests.MutatingWebhookName)
 			p := newPod(ns, name, podOpts{group: "g"})
 			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
 			got := createPod(t, ctx, p)
-			calls := webhookCalls(t, ctx, pods.MutatingWebhookName) - before
+			calls := webhookCalls(t, ctx, manifests.MutatingWebhookName) - before
 			expectPrepared(t, got)
 			switch {
 			case policy && calls != 0:
@@ -112,21 +112,21 @@ func expectPrepared(t *testing.T, got *corev1.Pod) {
 func installPreparePolicy(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
 	api := kube.AdmissionregistrationV1()
-	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil {
+	if _, err := api.MutatingAdmissionPolicies().Create(ctx, manifests.PreparePolicy(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the policy: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = api.MutatingAdmissionPolicies().Delete(context.Background(), pods.PreparePolicyName, metav1.DeleteOptions{})
+		_ = api.MutatingAdmissionPolicies().Delete(context.Background(), manifests.PreparePolicyName, metav1.DeleteOptions{})
 	})
-	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, pods.PreparePolicyBinding(pods.Config{}), metav1.CreateOptions{}); err != nil {
+	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, manifests.PreparePolicyBinding(manifests.Config{}), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the binding: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = api.MutatingAdmissionPolicyBindings().Delete(context.Background(), pods.PreparePolicyName, metav1.DeleteOptions{})
+		_ = api.MutatingAdmissionPolicyBindings().Delete(context.Background(), manifests.PreparePolicyName, metav1.DeleteOptions{})
 	})
 	waitFor(t, ctx, "the policy to prepare pods", func(ctx context.Context) (bool, error) {
-		before := webhookCalls(t, ctx, pods.MutatingWebhookName)
+		before := webhookCalls(t, ctx, manifests.MutatingWebhookName)
 		_, err := kube.CoreV1().Pods(ns).Create(ctx, newPod(ns, "probe", podOpts{group: "g"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil && webhookCalls(t, ctx, pods.MutatingWebhookName) == before, nil
+		return err == nil && webhookCalls(t, ctx, manifests.MutatingWebhookName) == before, nil
 	})
 }

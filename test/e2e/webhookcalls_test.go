@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // TestValidatingWebhookOnlyForRoles (issue 10): the policy muster-pod-labels
@@ -38,12 +38,12 @@ func TestValidatingWebhookOnlyForRoles(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := webhookCalls(t, ctx, pods.ValidatingWebhookName)
+			before := webhookCalls(t, ctx, manifests.ValidatingWebhookName)
 			p := newPod(ns, fmt.Sprintf("p%d", i), tc.opts)
 			// A dry run is admitted in full but stored nowhere, so nothing of
 			// this test reaches the controller.
 			_, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			calls := webhookCalls(t, ctx, pods.ValidatingWebhookName) - before
+			calls := webhookCalls(t, ctx, manifests.ValidatingWebhookName) - before
 			switch {
 			case tc.wantField == "" && err != nil:
 				t.Fatalf("create: %v", err)

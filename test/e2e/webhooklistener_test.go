@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/test/abuse/attack"
 	"github.com/muster-dev/muster/test/cluster"
 )
@@ -33,7 +33,7 @@ const slowClients = 800
 // go whichever port that is.
 func webhookAddr(t *testing.T, ctx context.Context, kube kubernetes.Interface) string {
 	t.Helper()
-	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, pods.ConfigurationName, metav1.GetOptions{})
+	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, manifests.ConfigurationName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

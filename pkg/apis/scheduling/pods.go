@@ -27,3 +27,20 @@ func HasTrackingFinalizer(p *corev1.Pod) bool {
 func IsTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
+
+// IsEnding reports whether a pod has ended or is being deleted: it will
+// start nothing new, so it is neither adopted, nor evicted, nor waited for.
+func IsEnding(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil || IsTerminal(p)
+}
+
+// IsActive reports whether a pod still counts against its gang and holds
+// its node: it has not ended and, with fast release (KEP-6143), is not
+// being deleted either. Without fast release a pod being deleted stays
+// active until it is terminal, as kube-scheduler counts it until then.
+func IsActive(p *corev1.Pod, fastRelease bool) bool {
+	if fastRelease {
+		return !IsEnding(p)
+	}
+	return !IsTerminal(p)
+}

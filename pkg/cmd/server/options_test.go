@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // TestStandaloneBindsLoopbackOnly checks that standalone mode defaults to
@@ -92,11 +92,11 @@ func TestNormalModeDelegates(t *testing.T) {
 // select, wherever the server runs (issue 9 item 4: one source), and keeps
 // its Lease in its own namespace.
 func TestNamespaceSelectorIsTheWebhooks(t *testing.T) {
-	webhook, err := metav1.LabelSelectorAsSelector(pods.DefaultNamespaceSelector())
+	webhook, err := metav1.LabelSelectorAsSelector(manifests.DefaultNamespaceSelector())
 	if err != nil {
 		t.Fatal(err)
 	}
-	binding, err := metav1.LabelSelectorAsSelector(pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName).Spec.MatchResources.NamespaceSelector)
+	binding, err := metav1.LabelSelectorAsSelector(manifests.PolicyBinding(manifests.Config{}, manifests.LabelsPolicyName).Spec.MatchResources.NamespaceSelector)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // WebhookOptions configure the pod webhook's own listener.
@@ -25,7 +25,7 @@ type WebhookOptions struct {
 // NewWebhookOptions returns the defaults: the webhook on its own port, open
 // to any caller that reaches it.
 func NewWebhookOptions() *WebhookOptions {
-	return &WebhookOptions{BindPort: pods.DefaultPort}
+	return &WebhookOptions{BindPort: manifests.DefaultPort}
 }
 
 // AddFlags adds the webhook listener's flags.

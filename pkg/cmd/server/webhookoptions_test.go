@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // TestWebhookFlags checks the webhook listener's flags: on by default on
-// pods.DefaultPort, off with 0, and a client CA file that must exist.
+// manifests.DefaultPort, off with 0, and a client CA file that must exist.
 func TestWebhookFlags(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(ca, []byte("placeholder"), 0o600); err != nil {
@@ -25,11 +25,11 @@ func TestWebhookFlags(t *testing.T) {
 		wantEnabled bool
 		wantErr     string
 	}{
-		{"served by default on its own port", nil, pods.DefaultPort, true, ""},
+		{"served by default on its own port", nil, manifests.DefaultPort, true, ""},
 		{"0 serves no webhook", []string{"--webhook-port=0"}, 0, false, ""},
 		{"a port out of range is refused", []string{"--webhook-port=70000"}, 70000, true, "--webhook-port 70000 must be between 0 and 65535"},
-		{"a client CA file is accepted", []string{"--webhook-client-ca-file=" + ca}, pods.DefaultPort, true, ""},
-		{"a missing client CA file is refused", []string{"--webhook-client-ca-file=/nonexistent/ca.crt"}, pods.DefaultPort, true, "--webhook-client-ca-file"},
+		{"a client CA file is accepted", []string{"--webhook-client-ca-file=" + ca}, manifests.DefaultPort, true, ""},
+		{"a missing client CA file is refused", []string{"--webhook-client-ca-file=/nonexistent/ca.crt"}, manifests.DefaultPort, true, "--webhook-client-ca-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

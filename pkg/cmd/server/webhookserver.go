@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
@@ -116,8 +117,8 @@ func newWebhookServer(logger klog.Logger, certs dynamiccertificates.CertKeyConte
 func (s *webhookServer) handler() http.Handler {
 	mux := http.NewServeMux()
 	hook := s.authenticate(s.bounded(s.webhook))
-	mux.Handle(pods.MutatePath, hook)
-	mux.Handle(pods.ValidatePath, hook)
+	mux.Handle(manifests.MutatePath, hook)
+	mux.Handle(manifests.ValidatePath, hook)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
 			http.Error(w, "not ready: the API is not served yet", http.StatusServiceUnavailable)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 	"github.com/muster-dev/muster/test/abuse/attack"
 )
@@ -141,10 +142,10 @@ func TestWebhookClientCertificates(t *testing.T) {
 		path     string
 		want     int
 	}{
-		{"no client CA: anyone is served", nil, nil, pods.MutatePath, http.StatusOK},
-		{"client CA: no certificate is refused", trusted.pem, nil, pods.MutatePath, http.StatusUnauthorized},
-		{"client CA: another CA's certificate is refused", trusted.pem, ptr(other.client(t, "mallory")), pods.ValidatePath, http.StatusUnauthorized},
-		{"client CA: its own certificate is served", trusted.pem, ptr(trusted.client(t, "kube-apiserver")), pods.MutatePath, http.StatusOK},
+		{"no client CA: anyone is served", nil, nil, manifests.MutatePath, http.StatusOK},
+		{"client CA: no certificate is refused", trusted.pem, nil, manifests.MutatePath, http.StatusUnauthorized},
+		{"client CA: another CA's certificate is refused", trusted.pem, ptr(other.client(t, "mallory")), manifests.ValidatePath, http.StatusUnauthorized},
+		{"client CA: its own certificate is served", trusted.pem, ptr(trusted.client(t, "kube-apiserver")), manifests.MutatePath, http.StatusOK},
 		{"client CA: readyz needs no certificate", trusted.pem, nil, "/readyz", http.StatusOK},
 	}
 	for _, tt := range tests {
@@ -212,9 +213,9 @@ func TestWebhookDeadlines(t *testing.T) {
 		within time.Duration
 		want   string
 	}{
-		{"headers never finished", "POST " + pods.MutatePath + " HTTP/1.1\r\nHost: x\r\n", true, limits.readHeader, ""},
-		{"body never finished", "POST " + pods.MutatePath + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", true, limits.read, "400"},
-		{"body over the cap", fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", pods.MutatePath, pods.MaxRequestBytes+1), true, limits.read, "413"},
+		{"headers never finished", "POST " + manifests.MutatePath + " HTTP/1.1\r\nHost: x\r\n", true, limits.readHeader, ""},
+		{"body never finished", "POST " + manifests.MutatePath + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", true, limits.read, "400"},
+		{"body over the cap", fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", manifests.MutatePath, pods.MaxRequestBytes+1), true, limits.read, "413"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,7 +252,7 @@ func TestSlowClientsDoNotStarveTheWebhook(t *testing.T) {
 	defer stop()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	for i := range 20 {
-		code, body, err := post(client, addr, pods.MutatePath, `{"n":1}`)
+		code, body, err := post(client, addr, manifests.MutatePath, `{"n":1}`)
 		if err != nil || code != http.StatusOK || body != `{"n":1}` {
 			t.Fatalf("request %d with 200 slow clients: %d %q %v", i, code, body, err)
 		}
@@ -274,7 +275,7 @@ func TestWebhookBufferedBytesBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n", pods.MutatePath)
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n", manifests.MutatePath)
 	if _, err := conn.Write([]byte(head + strings.Repeat(" ", 900))); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestWebhookBufferedBytesBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, err := post(client, addr, pods.MutatePath, tt.body)
+			code, _, err := post(client, addr, manifests.MutatePath, tt.body)
 			if err != nil {
 				t.Fatal(err)
 			}

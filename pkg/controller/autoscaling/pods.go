@@ -106,7 +106,7 @@ func (r *podRequester) Request(ctx context.Context, d Demand) error {
 		switch {
 		case p.Annotations[scheduling.CapacityRequestHashAnnotation] != d.Hash,
 			ownerUID(p) != d.UID,
-			p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+			scheduling.IsTerminal(p):
 			// Made for other pods, an earlier group of the same name, or
 			// ended (evicted by the kubelet): it asks for the wrong room.
 			stale = append(stale, p)
@@ -233,7 +233,7 @@ func (r *podRequester) State(key string) (State, bool) {
 	st := State{Kind: KindPods, Name: "pods labelled " + scheduling.CapacityRequestLabel + "=" + group}
 	newest := time.Time{}
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		if scheduling.IsEnding(p) {
 			continue
 		}
 		st.Requested++

@@ -29,7 +29,7 @@ const drainRefusal = "pods being deleted still hold it for kube-scheduler, besid
 // drainingNode is the node a pod frees by fast release while kube-scheduler
 // still counts it there, or "".
 func (t *Tracker) drainingNode(p *corev1.Pod) string {
-	if !t.fastRelease || p.DeletionTimestamp == nil || scheduling.IsTerminal(p) {
+	if scheduling.IsActive(p, t.fastRelease) || scheduling.IsTerminal(p) {
 		return ""
 	}
 	return schedulerNode(p)

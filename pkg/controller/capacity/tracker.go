@@ -156,10 +156,7 @@ func (t *Tracker) RemoveNode(name string) {
 // holds reports whether a pod that is not Muster's holds capacity: bound,
 // not terminal and, with fast release, not being deleted.
 func (t *Tracker) holdsCapacity(p *corev1.Pod) bool {
-	if p.Spec.NodeName == "" || scheduling.IsTerminal(p) {
-		return false
-	}
-	return !(t.fastRelease && p.DeletionTimestamp != nil)
+	return p.Spec.NodeName != "" && scheduling.IsActive(p, t.fastRelease)
 }
 
 // SetUnmanagedPod records a pod without the group label.
@@ -267,7 +264,7 @@ func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
 		group:  key,
 		info:   newPodInfo(pp),
 		replay: len(pp.Spec.ResourceClaims) > 0 || len(pp.Spec.Volumes) > 0,
-		active: !scheduling.IsTerminal(p) && !(t.fastRelease && p.DeletionTimestamp != nil),
+		active: scheduling.IsActive(p, t.fastRelease),
 		gated:  gated,
 		node:   p.Spec.NodeName,
 		pinned: scheduling.PinnedNode(p),

@@ -53,7 +53,7 @@ func (c *Controller) adopt(ctx context.Context, pg *v1alpha1.PodGroup, v *podVie
 // a pod that was never counted keeps counting exactly-once: a pod is counted
 // only when it has ended, and an ended pod is never adopted.
 func adoptPatch(p *corev1.Pod) ([]byte, bool) {
-	if scheduling.HasTrackingFinalizer(p) || scheduling.IsTerminal(p) || p.DeletionTimestamp != nil {
+	if scheduling.HasTrackingFinalizer(p) || scheduling.IsEnding(p) {
 		return nil, false
 	}
 	return jsonpatch.Marshal([]jsonpatch.Op{

@@ -82,7 +82,6 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 	v := &podView{all: pods, finished: map[types.UID]podResult{}, preempted: map[types.UID]bool{}, withFinalizer: map[types.UID]*corev1.Pod{}}
 	for _, p := range pods {
 		v.pods++
-		terminal := scheduling.IsTerminal(p)
 		deleting := p.DeletionTimestamp != nil
 		tracked := scheduling.HasTrackingFinalizer(p)
 		if tracked {
@@ -91,7 +90,7 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 		if scheduling.HasGate(p) {
 			v.gated++
 			v.gatedPods = append(v.gatedPods, p)
-		} else if len(p.Spec.SchedulingGates) > 0 && p.Spec.NodeName == "" && !terminal && !deleting {
+		} else if len(p.Spec.SchedulingGates) > 0 && p.Spec.NodeName == "" && !scheduling.IsEnding(p) {
 			v.otherGated = append(v.otherGated, p)
 		}
 		if p.Spec.NodeName != "" {
@@ -100,12 +99,12 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 				v.ready++
 			}
 		}
-		if !terminal && !(deleting && fastRelease) {
+		if scheduling.IsActive(p, fastRelease) {
 			v.active++
 			v.countActiveRole(p)
 		}
 		if !tracked {
-			if !terminal && !deleting && !scheduling.HasGate(p) {
+			if !scheduling.IsEnding(p) && !scheduling.HasGate(p) {
 				v.untracked = append(v.untracked, p)
 			}
 			continue

@@ -48,7 +48,7 @@ func (c *Controller) evictPreempted(ctx context.Context, pg *v1alpha1.PodGroup, 
 func releasedPods(v *podView) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range v.all {
-		if !scheduling.HasGate(p) && !scheduling.IsTerminal(p) && p.DeletionTimestamp == nil {
+		if !scheduling.HasGate(p) && !scheduling.IsEnding(p) {
 			out = append(out, p)
 		}
 	}

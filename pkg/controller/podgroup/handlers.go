@@ -66,7 +66,7 @@ func (c *Controller) deletePod(obj interface{}) {
 // and has ended or is being deleted: Muster takes its finalizer off such a
 // pod in any namespace, managed or not, so that none is ever stuck.
 func holdsFinalizerToRelease(p *corev1.Pod) bool {
-	return scheduling.HasTrackingFinalizer(p) && (p.DeletionTimestamp != nil || scheduling.IsTerminal(p))
+	return scheduling.HasTrackingFinalizer(p) && scheduling.IsEnding(p)
 }
 
 // namespaceChanged requeues the groups of a namespace that was created or

@@ -45,7 +45,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	// user who deletes a group means it. Running and finished pods never
 	// bring it back; a gated pod that arrives after the deletion does.
 	waiting := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool {
-		return !scheduling.HasGate(p) || p.DeletionTimestamp != nil || scheduling.IsTerminal(p)
+		return !scheduling.HasGate(p) || scheduling.IsEnding(p)
 	})
 	pg, from, handled := c.groupFromRoles(namespace, name, waiting) // rolesfrompods.go
 	if !handled {

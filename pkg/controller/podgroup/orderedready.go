@@ -14,11 +14,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// orderedReadyFix is what a user must do, said by the condition, the event
-// and the admission warning (OrderedReadyPolicy) alike. The field is
-// immutable, so the StatefulSet must be created again.
-const orderedReadyFix = "create the StatefulSet again with podManagementPolicy: Parallel (the field cannot be changed)"
-
 // checkOrderedReady is step 6's check for a group short of pods: does a
 // StatefulSet that creates its pods one at a time control some of them?
 // With podManagementPolicy OrderedReady (the default when the field is
@@ -40,7 +35,7 @@ func (c *Controller) checkOrderedReady(pg *v1alpha1.PodGroup, v *podView, pods [
 		return false
 	}
 	msg := fmt.Sprintf("has %d of the %d pods it needs, and never will: StatefulSet %s has podManagementPolicy OrderedReady (the default), so it creates each pod only once the one before it is Ready, while every pod stays gated until %d exist; %s",
-		v.pods, need, sts, need, orderedReadyFix)
+		v.pods, need, sts, need, scheduling.OrderedReadyFix)
 	c.setNotAdmitted(pg, v, scheduling.ReasonOrderedReadyStatefulSet, truncate(msg), corev1.EventTypeWarning, scheduling.EventOrderedReadyStatefulSet, now)
 	return true
 }

@@ -1,14 +1,11 @@
 package podgroup
 
 import (
-	"slices"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -120,32 +117,4 @@ func TestOrderedReadyReportFollowsTheStatefulSet(t *testing.T) {
 	h.addPod(newPod("web-1", ofStatefulSet("web")))
 	h.step(0)
 	wantCondition(t, h.group(), v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonGangComplete, "")
-}
-
-// TestOrderedReadyPolicyOnlyWarns checks what the admission warning may
-// never do, and where it applies: it never denies (its only action is Warn,
-// and an evaluation failure is ignored), and it selects the namespaces the
-// controller manages by default.
-func TestOrderedReadyPolicyOnlyWarns(t *testing.T) {
-	p, b := OrderedReadyPolicy(), OrderedReadyPolicyBinding()
-	if fp := p.Spec.FailurePolicy; fp == nil || *fp != admissionregistrationv1.Ignore {
-		t.Errorf("failurePolicy = %v, want Ignore: a warning must never block a StatefulSet", fp)
-	}
-	if got := b.Spec.ValidationActions; !slices.Equal(got, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}) {
-		t.Errorf("validationActions = %v, want [Warn]", got)
-	}
-	if b.Spec.PolicyName != p.Name {
-		t.Errorf("binding names policy %q, want %q", b.Spec.PolicyName, p.Name)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(b.Spec.MatchResources.NamespaceSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := labels.Parse(DefaultConfig().NamespaceSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sel.String() != want.String() {
-		t.Errorf("binding selects namespaces %q, the controller %q; want one selector", sel, want)
-	}
 }

@@ -44,7 +44,7 @@ func removeGateOps(p *corev1.Pod) ([]jsonpatch.Op, bool) {
 // terminal nor being deleted gets it; such a pod has never been counted, so
 // counting stays exactly-once.
 func adoptOps(p *corev1.Pod) []jsonpatch.Op {
-	if scheduling.HasTrackingFinalizer(p) || scheduling.IsTerminal(p) || p.DeletionTimestamp != nil {
+	if scheduling.HasTrackingFinalizer(p) || scheduling.IsEnding(p) {
 		return nil
 	}
 	add := jsonpatch.Append("/metadata/finalizers", len(p.Finalizers), scheduling.TrackingFinalizer)

@@ -101,7 +101,7 @@ func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *p
 func activeGated(v *podView) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range v.gatedPods {
-		if !scheduling.IsTerminal(p) && p.DeletionTimestamp == nil {
+		if !scheduling.IsEnding(p) {
 			out = append(out, p)
 		}
 	}
@@ -221,7 +221,7 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 	capacityTaken := false
 	for _, p := range pods {
 		node := scheduling.PinnedNode(p)
-		if node == "" || p.Spec.NodeName != "" || scheduling.HasGate(p) || scheduling.IsTerminal(p) || p.DeletionTimestamp != nil {
+		if node == "" || p.Spec.NodeName != "" || scheduling.HasGate(p) || scheduling.IsEnding(p) {
 			continue
 		}
 		since, msg, ok := capacity.Unschedulable(p)

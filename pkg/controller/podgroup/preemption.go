@@ -182,7 +182,7 @@ func (c *Controller) evictUnmanaged(ctx context.Context, v v1alpha1.PreemptionVi
 	if err != nil {
 		return err
 	}
-	if p.UID != v.UID || p.DeletionTimestamp != nil || scheduling.IsTerminal(p) {
+	if p.UID != v.UID || scheduling.IsEnding(p) {
 		return nil
 	}
 	return c.evictPod(ctx, p, why)

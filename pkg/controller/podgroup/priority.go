@@ -16,7 +16,7 @@ import (
 func gangPriority(pg *v1alpha1.PodGroup, pods []*corev1.Pod) int32 {
 	prio, seen := int32(0), false
 	for _, p := range pods {
-		if scheduling.IsTerminal(p) || p.DeletionTimestamp != nil {
+		if scheduling.IsEnding(p) {
 			continue
 		}
 		var pp int32

@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/podtest"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // FuzzHandler feeds arbitrary bodies to both paths. The handler must never
@@ -23,13 +25,13 @@ import (
 // Run it with: go test ./pkg/webhook/pods -run '^$' -fuzz FuzzHandler -fuzztime 1m
 func FuzzHandler(f *testing.F) {
 	seeds := [][]byte{
-		reviewRequest(f, admissionv1.Create, pod(inGroup("train")), nil),
-		reviewRequest(f, admissionv1.Create, pod(inGroup("train"), withGates("a.example.com/x"), withFinalizers("keep")), nil),
-		reviewRequest(f, admissionv1.Create, pod(inGroup("train"), onNode("n")), nil),
-		reviewRequest(f, admissionv1.Create, pod(inGroup("Bad"), annotation(scheduling.MinCountAnnotation, "0"), annotation(scheduling.WorkloadAnnotation, "w")), nil),
-		reviewRequest(f, admissionv1.Update, pod(inGroup("other")), pod(inGroup("train"), label(scheduling.ManagedLabel, "true"))),
-		reviewRequest(f, admissionv1.Update, pod(inGroup("train")), nil),
-		reviewRequest(f, admissionv1.Delete, nil, pod(inGroup("train"))),
+		reviewRequest(f, admissionv1.Create, podtest.Pod(podtest.InGroup("train")), nil),
+		reviewRequest(f, admissionv1.Create, podtest.Pod(podtest.InGroup("train"), podtest.WithGates("a.example.com/x"), podtest.WithFinalizers("keep")), nil),
+		reviewRequest(f, admissionv1.Create, podtest.Pod(podtest.InGroup("train"), podtest.OnNode("n")), nil),
+		reviewRequest(f, admissionv1.Create, podtest.Pod(podtest.InGroup("Bad"), podtest.Annotation(scheduling.MinCountAnnotation, "0"), podtest.Annotation(scheduling.WorkloadAnnotation, "w")), nil),
+		reviewRequest(f, admissionv1.Update, podtest.Pod(podtest.InGroup("other")), podtest.Pod(podtest.InGroup("train"), podtest.Label(scheduling.ManagedLabel, "true"))),
+		reviewRequest(f, admissionv1.Update, podtest.Pod(podtest.InGroup("train")), nil),
+		reviewRequest(f, admissionv1.Delete, nil, podtest.Pod(podtest.InGroup("train"))),
 		[]byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`),
 		[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","operation":"CREATE","resource":{"version":"v1","resource":"pods"},"object":{"metadata":{"labels":{"scheduling.muster.dev/pod-group":"g"}},"spec":null}}}`),
 		[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","operation":"CREATE","resource":{"version":"v1","resource":"pods"},"object":[]}}`),
@@ -45,9 +47,9 @@ func FuzzHandler(f *testing.F) {
 	}
 	h := NewHandler(klog.Background())
 	f.Fuzz(func(t *testing.T, validate bool, body []byte) {
-		path := MutatePath
+		path := manifests.MutatePath
 		if validate {
-			path = ValidatePath
+			path = manifests.ValidatePath
 		}
 		r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
@@ -116,24 +118,24 @@ func FuzzPod(f *testing.F) {
 				return
 			}
 		}
-		p := pod(inGroup(group), annotation(scheduling.MinCountAnnotation, minCount), onNode(nodeName))
+		p := podtest.Pod(podtest.InGroup(group), podtest.Annotation(scheduling.MinCountAnnotation, minCount), podtest.OnNode(nodeName))
 		if managed != "" {
-			p = pod(inGroup(group), label(scheduling.ManagedLabel, managed), onNode(nodeName))
+			p = podtest.Pod(podtest.InGroup(group), podtest.Label(scheduling.ManagedLabel, managed), podtest.OnNode(nodeName))
 		}
 		if workload != "" {
-			annotation(scheduling.WorkloadAnnotation, workload)(p)
+			podtest.Annotation(scheduling.WorkloadAnnotation, workload)(p)
 		}
 		if template != "" {
-			annotation(scheduling.TemplateAnnotation, template)(p)
+			podtest.Annotation(scheduling.TemplateAnnotation, template)(p)
 		}
 		if gate != "" {
-			withGates(gate)(p)
+			podtest.WithGates(gate)(p)
 		}
 		if finalizer != "" {
-			withFinalizers(finalizer)(p)
+			podtest.WithFinalizers(finalizer)(p)
 		}
 		_ = validateCreate(p)
-		_ = validateUpdate(p, pod(inGroup(workload), label(scheduling.ManagedLabel, template)))
+		_ = validateUpdate(p, podtest.Pod(podtest.InGroup(workload), podtest.Label(scheduling.ManagedLabel, template)))
 
 		ops, _ := mutate(p.DeepCopy())
 		if len(ops) == 0 {

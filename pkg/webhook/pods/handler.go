@@ -22,14 +22,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
-)
 
-// Paths on which muster-apiserver serves the webhook.
-const (
-	// MutatePath serves the mutating webhook.
-	MutatePath = "/webhooks/pods/mutate"
-	// ValidatePath serves the validating webhook.
-	ValidatePath = "/webhooks/pods/validate"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // MaxRequestBytes bounds a request body. kube-apiserver caps an object at
@@ -42,7 +36,8 @@ var (
 	podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 )
 
-// Handler serves MutatePath and ValidatePath.
+// Handler serves manifests.MutatePath and manifests.ValidatePath, where the
+// webhook configurations send kube-apiserver.
 type Handler struct {
 	logger  klog.Logger
 	decoder runtime.Decoder
@@ -68,9 +63,9 @@ func NewHandler(logger klog.Logger) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var admit func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse
 	switch r.URL.Path {
-	case MutatePath:
+	case manifests.MutatePath:
 		admit = h.mutate
-	case ValidatePath:
+	case manifests.ValidatePath:
 		admit = h.validate
 	default:
 		http.NotFound(w, r)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/podtest"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 const testUID = types.UID("0f7c1a52-6f3e-4d1c-9a57-2b7d8c1e4f00")
@@ -83,7 +85,7 @@ func response(t *testing.T, w *httptest.ResponseRecorder) *admissionv1.Admission
 
 func TestHandlerRejectsBadRequests(t *testing.T) {
 	h := NewHandler(klog.Background())
-	good := reviewRequest(t, admissionv1.Create, pod(inGroup("train")), nil)
+	good := reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("train")), nil)
 	v1beta1 := bytes.Replace(good, []byte(`"admission.k8s.io/v1"`), []byte(`"admission.k8s.io/v1beta1"`), 1)
 	tests := []struct {
 		name        string
@@ -95,17 +97,17 @@ func TestHandlerRejectsBadRequests(t *testing.T) {
 		wantMessage string
 	}{
 		{"an unknown path is not found", "", "/webhooks/pods/other", "application/json", bytes.NewReader(good), http.StatusNotFound, ""},
-		{"only POST is allowed", http.MethodGet, MutatePath, "application/json", nil, http.StatusMethodNotAllowed, ""},
-		{"a body that is not JSON is a bad request", "", MutatePath, "application/json", strings.NewReader("{not json"), http.StatusBadRequest, "decoding AdmissionReview"},
-		{"an empty body is a bad request", "", ValidatePath, "application/json", strings.NewReader(""), http.StatusBadRequest, ""},
-		{"a v1beta1 review is a bad request", "", MutatePath, "application/json", bytes.NewReader(v1beta1), http.StatusBadRequest, "unsupported AdmissionReview version"},
-		{"a review without apiVersion and kind is a bad request", "", MutatePath, "application/json", strings.NewReader(`{"request":{"uid":"x"}}`), http.StatusBadRequest, ""},
-		{"another kind is a bad request", "", ValidatePath, "application/json", bytes.NewReader(mustJSON(t, pod(inGroup("train")))), http.StatusBadRequest, "expected a admission.k8s.io/v1 AdmissionReview"},
-		{"a review without a request is a bad request", "", ValidatePath, "application/json", strings.NewReader(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest, "no request"},
-		{"a missing content type is unsupported", "", MutatePath, "", bytes.NewReader(good), http.StatusUnsupportedMediaType, ""},
-		{"a YAML content type is unsupported", "", MutatePath, "application/yaml", bytes.NewReader(good), http.StatusUnsupportedMediaType, ""},
-		{"a huge body is too large", "", ValidatePath, "application/json", bytes.NewReader(make([]byte, MaxRequestBytes+1)), http.StatusRequestEntityTooLarge, ""},
-		{"a huge body of unknown length is too large", "", ValidatePath, "application/json", io.MultiReader(strings.NewReader(" "), bytes.NewReader(make([]byte, MaxRequestBytes))), http.StatusRequestEntityTooLarge, ""},
+		{"only POST is allowed", http.MethodGet, manifests.MutatePath, "application/json", nil, http.StatusMethodNotAllowed, ""},
+		{"a body that is not JSON is a bad request", "", manifests.MutatePath, "application/json", strings.NewReader("{not json"), http.StatusBadRequest, "decoding AdmissionReview"},
+		{"an empty body is a bad request", "", manifests.ValidatePath, "application/json", strings.NewReader(""), http.StatusBadRequest, ""},
+		{"a v1beta1 review is a bad request", "", manifests.MutatePath, "application/json", bytes.NewReader(v1beta1), http.StatusBadRequest, "unsupported AdmissionReview version"},
+		{"a review without apiVersion and kind is a bad request", "", manifests.MutatePath, "application/json", strings.NewReader(`{"request":{"uid":"x"}}`), http.StatusBadRequest, ""},
+		{"another kind is a bad request", "", manifests.ValidatePath, "application/json", bytes.NewReader(mustJSON(t, podtest.Pod(podtest.InGroup("train")))), http.StatusBadRequest, "expected a admission.k8s.io/v1 AdmissionReview"},
+		{"a review without a request is a bad request", "", manifests.ValidatePath, "application/json", strings.NewReader(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest, "no request"},
+		{"a missing content type is unsupported", "", manifests.MutatePath, "", bytes.NewReader(good), http.StatusUnsupportedMediaType, ""},
+		{"a YAML content type is unsupported", "", manifests.MutatePath, "application/yaml", bytes.NewReader(good), http.StatusUnsupportedMediaType, ""},
+		{"a huge body is too large", "", manifests.ValidatePath, "application/json", bytes.NewReader(make([]byte, MaxRequestBytes+1)), http.StatusRequestEntityTooLarge, ""},
+		{"a huge body of unknown length is too large", "", manifests.ValidatePath, "application/json", io.MultiReader(strings.NewReader(" "), bytes.NewReader(make([]byte, MaxRequestBytes))), http.StatusRequestEntityTooLarge, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,8 +137,8 @@ func TestHandlerRejectsBadRequests(t *testing.T) {
 func TestHandlerMutate(t *testing.T) {
 	h := NewHandler(klog.Background())
 	t.Run("a pod of a group is patched", func(t *testing.T) {
-		in := pod(inGroup("train"))
-		resp := response(t, post(h, MutatePath, "application/json; charset=utf-8", bytes.NewReader(reviewRequest(t, admissionv1.Create, in, nil))))
+		in := podtest.Pod(podtest.InGroup("train"))
+		resp := response(t, post(h, manifests.MutatePath, "application/json; charset=utf-8", bytes.NewReader(reviewRequest(t, admissionv1.Create, in, nil))))
 		if !resp.Allowed {
 			t.Fatalf("not allowed: %+v", resp.Result)
 		}
@@ -153,17 +155,17 @@ func TestHandlerMutate(t *testing.T) {
 		review      []byte
 		wantWarning bool
 	}{
-		{"a pod without the label is allowed unchanged", reviewRequest(t, admissionv1.Create, pod(), nil), false},
-		{"a pod bound to a node is allowed unchanged with a warning", reviewRequest(t, admissionv1.Create, pod(inGroup("train"), onNode("n")), nil), true},
-		{"an update is not mutated", reviewRequest(t, admissionv1.Update, pod(inGroup("train")), pod(inGroup("train"))), false},
-		{"a subresource is not mutated", reviewRequest(t, admissionv1.Create, pod(inGroup("train")), nil, func(r *admissionv1.AdmissionRequest) { r.SubResource = "binding" }), false},
+		{"a pod without the label is allowed unchanged", reviewRequest(t, admissionv1.Create, podtest.Pod(), nil), false},
+		{"a pod bound to a node is allowed unchanged with a warning", reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("train"), podtest.OnNode("n")), nil), true},
+		{"an update is not mutated", reviewRequest(t, admissionv1.Update, podtest.Pod(podtest.InGroup("train")), podtest.Pod(podtest.InGroup("train"))), false},
+		{"a subresource is not mutated", reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("train")), nil, func(r *admissionv1.AdmissionRequest) { r.SubResource = "binding" }), false},
 		{"a pod without apiVersion and kind is still decoded", reviewRequest(t, admissionv1.Create, nil, nil, func(r *admissionv1.AdmissionRequest) {
 			r.Object.Raw = []byte(`{"metadata":{"name":"p"}}`)
 		}), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := response(t, post(h, MutatePath, "application/json", bytes.NewReader(tt.review)))
+			resp := response(t, post(h, manifests.MutatePath, "application/json", bytes.NewReader(tt.review)))
 			if !resp.Allowed || resp.Patch != nil || resp.PatchType != nil {
 				t.Errorf("want allowed with no patch, got %+v", resp)
 			}
@@ -187,56 +189,56 @@ func TestHandlerValidate(t *testing.T) {
 	}{
 		{
 			name:        "a valid pod is allowed",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Create, pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "8")), nil),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.MinCountAnnotation, "8")), nil),
 			wantAllowed: true,
 		},
 		{
 			name:        "an invalid min-count is denied as invalid, naming the field",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Create, pod(inGroup("train"), annotation(scheduling.MinCountAnnotation, "0")), nil),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.MinCountAnnotation, "0")), nil),
 			wantCode:    http.StatusUnprocessableEntity,
 			wantMessage: `Pod "worker-0" is invalid: metadata.annotations[scheduling.muster.dev/min-count]: Invalid value: "0": must be a positive integer`,
 			wantCause:   minCountField,
 		},
 		{
 			name:        "changing the group label is denied, naming the field",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Update, pod(inGroup("other")), pod(inGroup("train"))),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Update, podtest.Pod(podtest.InGroup("other")), podtest.Pod(podtest.InGroup("train"))),
 			wantCode:    http.StatusUnprocessableEntity,
 			wantMessage: `metadata.labels[scheduling.muster.dev/pod-group]: Invalid value: "other": field is immutable`,
 			wantCause:   groupField,
 		},
 		{
 			name:        "a pod with only a generateName is named by it",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Create, pod(inGroup("Bad"), func(p *corev1.Pod) { p.Name, p.GenerateName = "", "worker-" }), nil),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("Bad"), func(p *corev1.Pod) { p.Name, p.GenerateName = "", "worker-" }), nil),
 			wantCode:    http.StatusUnprocessableEntity,
 			wantMessage: `Pod "worker-" is invalid: metadata.labels[scheduling.muster.dev/pod-group]`,
 			wantCause:   groupField,
 		},
 		{
 			name:        "a delete is allowed",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Delete, nil, pod(inGroup("Bad"))),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Delete, nil, podtest.Pod(podtest.InGroup("Bad"))),
 			wantAllowed: true,
 		},
 		{
 			name:        "another resource is allowed",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Create, pod(inGroup("Bad")), nil, func(r *admissionv1.AdmissionRequest) { r.Resource.Resource = "configmaps" }),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Create, podtest.Pod(podtest.InGroup("Bad")), nil, func(r *admissionv1.AdmissionRequest) { r.Resource.Resource = "configmaps" }),
 			wantAllowed: true,
 		},
 		{
 			name:        "an update without the old object is a bad request in the review",
-			path:        ValidatePath,
-			review:      reviewRequest(t, admissionv1.Update, pod(inGroup("train")), nil),
+			path:        manifests.ValidatePath,
+			review:      reviewRequest(t, admissionv1.Update, podtest.Pod(podtest.InGroup("train")), nil),
 			wantCode:    http.StatusBadRequest,
 			wantMessage: "request.oldObject is missing",
 		},
 		{
 			name: "an object that is not a pod is a bad request in the review",
-			path: MutatePath,
+			path: manifests.MutatePath,
 			review: reviewRequest(t, admissionv1.Create, nil, nil, func(r *admissionv1.AdmissionRequest) {
 				r.Object.Raw = []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`)
 			}),
@@ -245,7 +247,7 @@ func TestHandlerValidate(t *testing.T) {
 		},
 		{
 			name: "an undecodable pod is a bad request in the review",
-			path: ValidatePath,
+			path: manifests.ValidatePath,
 			review: reviewRequest(t, admissionv1.Create, nil, nil, func(r *admissionv1.AdmissionRequest) {
 				r.Object.Raw = []byte(`{"kind":"Pod","apiVersion":"v1","spec":{"containers":"no"}}`)
 			}),

@@ -8,61 +8,11 @@ import (
 
 	evanjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/podtest"
 	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
-
-// pod returns a pod with no labels, changed by mods.
-func pod(mods ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-	}
-	for _, m := range mods {
-		m(p)
-	}
-	return p
-}
-
-func label(k, v string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		p.Labels[k] = v
-	}
-}
-
-func annotation(k, v string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[k] = v
-	}
-}
-
-func inGroup(name string) func(*corev1.Pod) { return label(scheduling.PodGroupLabel, name) }
-
-func withGates(names ...string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{}
-		for _, n := range names {
-			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: n})
-		}
-	}
-}
-
-func withFinalizers(names ...string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Finalizers = append([]string{}, names...) }
-}
-
-func onNode(name string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Spec.NodeName = name }
-}
 
 // prepared is what the webhook leaves on a pod of a gang.
 type prepared struct {
@@ -91,65 +41,65 @@ func TestMutate(t *testing.T) {
 	}{
 		{
 			name: "a pod without the group label gets no patch",
-			pod:  pod(label("app", "x"), withFinalizers("keep")),
+			pod:  podtest.Pod(podtest.Label("app", "x"), podtest.WithFinalizers("keep")),
 			want: prepared{Labels: map[string]string{"app": "x"}, Finalizers: []string{"keep"}},
 		},
 		{
 			name: "a pod with no labels at all gets no patch",
-			pod:  pod(),
+			pod:  podtest.Pod(),
 			want: prepared{},
 		},
 		{
 			name: "a pod with an empty group label gets no patch",
-			pod:  pod(inGroup("")),
+			pod:  podtest.Pod(podtest.InGroup("")),
 			want: prepared{Labels: map[string]string{group: ""}},
 		},
 		{
 			name:      "a pod of a group gets the gate, the finalizer and the managed label",
-			pod:       pod(inGroup("train")),
+			pod:       podtest.Pod(podtest.InGroup("train")),
 			want:      prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
 			wantOps:   3,
 			wantPaths: []string{"/spec/schedulingGates", "/metadata/finalizers", "/metadata/labels/scheduling.muster.dev~1managed"},
 		},
 		{
 			name:      "other gates and finalizers are kept, in order, and ours appended",
-			pod:       pod(inGroup("train"), withGates("b.example.com/two", "a.example.com/one"), withFinalizers("example.com/keep")),
+			pod:       podtest.Pod(podtest.InGroup("train"), podtest.WithGates("b.example.com/two", "a.example.com/one"), podtest.WithFinalizers("example.com/keep")),
 			want:      prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{"example.com/keep", fin}, Gates: []string{"b.example.com/two", "a.example.com/one", gate}},
 			wantOps:   3,
 			wantPaths: []string{"/spec/schedulingGates/-", "/metadata/finalizers/-", "/metadata/labels/scheduling.muster.dev~1managed"},
 		},
 		{
 			name:    "a gate already present is not added twice",
-			pod:     pod(inGroup("train"), withGates("x.example.com/first", gate)),
+			pod:     podtest.Pod(podtest.InGroup("train"), podtest.WithGates("x.example.com/first", gate)),
 			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{"x.example.com/first", gate}},
 			wantOps: 2,
 		},
 		{
 			name:    "a finalizer already present is not added twice",
-			pod:     pod(inGroup("train"), withFinalizers(fin)),
+			pod:     podtest.Pod(podtest.InGroup("train"), podtest.WithFinalizers(fin)),
 			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
 			wantOps: 2,
 		},
 		{
 			name: "a pod created fully prepared, as a Job-like controller would, gets no patch",
-			pod:  pod(inGroup("train"), label(managed, "true"), withGates(gate), withFinalizers(fin)),
+			pod:  podtest.Pod(podtest.InGroup("train"), podtest.Label(managed, "true"), podtest.WithGates(gate), podtest.WithFinalizers(fin)),
 			want: prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
 		},
 		{
 			name:    "a managed label with another value is set to true",
-			pod:     pod(inGroup("train"), label(managed, "no"), withGates(gate), withFinalizers(fin)),
+			pod:     podtest.Pod(podtest.InGroup("train"), podtest.Label(managed, "no"), podtest.WithGates(gate), podtest.WithFinalizers(fin)),
 			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
 			wantOps: 1,
 		},
 		{
 			name:    "empty, non-nil lists are replaced by one-item lists",
-			pod:     pod(inGroup("train"), withGates(), withFinalizers()),
+			pod:     podtest.Pod(podtest.InGroup("train"), podtest.WithGates(), podtest.WithFinalizers()),
 			want:    prepared{Labels: map[string]string{group: "train", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
 			wantOps: 3,
 		},
 		{
 			name:     "a pod bound to a node at creation is left unchanged, with a warning",
-			pod:      pod(inGroup("train"), onNode("node-1")),
+			pod:      podtest.Pod(podtest.InGroup("train"), podtest.OnNode("node-1")),
 			want:     prepared{Labels: map[string]string{group: "train"}},
 			wantWarn: `spec.nodeName "node-1"`,
 		},
@@ -223,7 +173,7 @@ func mustJSON(t testing.TB, v any) []byte {
 }
 
 func TestPatchOpsOnAbsentFields(t *testing.T) {
-	p := pod() // no labels, finalizers or gates: all absent from its JSON
+	p := podtest.Pod() // no labels, finalizers or gates: all absent from its JSON
 	ops := []jsonpatch.Op{
 		jsonpatch.SetKey("/metadata/labels", p.Labels, scheduling.ManagedLabel, "true"),
 		jsonpatch.Append("/metadata/finalizers", len(p.Finalizers), scheduling.TrackingFinalizer),

@@ -52,7 +52,7 @@ func validateSchedulingInputs(pod *corev1.Pod) field.ErrorList {
 // validateMusterAnnotations bounds the Muster annotations that the pod cache
 // keeps: at most scheduling.MaxPodMusterAnnotationBytes, keys and values
 // together. Only the roles template can be long, and a pod that carries it
-// is always sent to the validating webhook (RolesExpression).
+// is always sent to the validating webhook (manifests.RolesExpression).
 func validateMusterAnnotations(pod *corev1.Pod) field.ErrorList {
 	if _, ok := pod.Labels[scheduling.PodGroupLabel]; !ok {
 		return nil
@@ -115,15 +115,3 @@ func jsonSize(v any, empty bool) int {
 	}
 	return len(b)
 }
-
-// SchedulingExpression holds for a labelled pod whose scheduling inputs may
-// be over scheduling.MaxPodSchedulingBytes, or its labels over
-// scheduling.MaxPodLabelBytes, which only Go measures: it has an affinity,
-// topology spread constraints, more tolerations than
-// scheduling.SchedulingCheckTolerations or more labels than
-// scheduling.LabelCheckCount. The validating webhook is called for those
-// creates and no others but the pods with roles.
-var SchedulingExpression = fmt.Sprintf("has(object.spec.affinity) || "+
-	"(has(object.spec.topologySpreadConstraints) && size(object.spec.topologySpreadConstraints) > 0) || "+
-	"(has(object.spec.tolerations) && size(object.spec.tolerations) > %d) || "+
-	"(has(object.metadata.labels) && size(object.metadata.labels) > %d)", scheduling.SchedulingCheckTolerations, scheduling.LabelCheckCount)

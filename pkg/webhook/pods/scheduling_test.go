@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/podtest"
 )
 
 // hostAffinity is a required node affinity on n host names, 14 bytes of
@@ -37,7 +38,7 @@ func tolerations(n int) []corev1.Toleration {
 func withLabels(n int) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		for i := range n {
-			label(fmt.Sprintf("%0253d/%063d", i, i), strings.Repeat("v", 63))(p)
+			podtest.Label(fmt.Sprintf("%0253d/%063d", i, i), strings.Repeat("v", 63))(p)
 		}
 	}
 }
@@ -50,9 +51,9 @@ func withRolesTemplate(n, pad int) func(*corev1.Pod) {
 		for i := range roles {
 			roles[i] = fmt.Sprintf(`{"name":"worker-%d","count":2,"template":{"requests":{"cpu":"1"}}}`, i)
 		}
-		label(scheduling.RoleLabel, "driver")(p)
-		annotation(scheduling.RoleCountAnnotation, "1")(p)
-		annotation(scheduling.RolesTemplateAnnotation, "["+strings.Join(roles, ",")+"]"+strings.Repeat(" ", pad))(p)
+		podtest.Label(scheduling.RoleLabel, "driver")(p)
+		podtest.Annotation(scheduling.RoleCountAnnotation, "1")(p)
+		podtest.Annotation(scheduling.RolesTemplateAnnotation, "["+strings.Join(roles, ",")+"]"+strings.Repeat(" ", pad))(p)
 	}
 }
 
@@ -68,19 +69,19 @@ func TestValidateSchedulingInputs(t *testing.T) {
 		pod  *corev1.Pod
 		want []want
 	}{
-		{"a labelled pod without scheduling inputs is valid", pod(inGroup("train")), nil},
-		{"a one-per-node anti-affinity is valid", pod(inGroup("train"), withScheduling(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		{"a labelled pod without scheduling inputs is valid", podtest.Pod(podtest.InGroup("train")), nil},
+		{"a one-per-node anti-affinity is valid", podtest.Pod(podtest.InGroup("train"), withScheduling(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}, nil)), nil},
-		{"a node affinity on 1,000 hosts is valid", pod(inGroup("train"), withScheduling(hostAffinity(1000), nil)), nil},
-		{"a node affinity over the bound is refused, naming spec.affinity", pod(inGroup("train"), withScheduling(hostAffinity(3000), nil)), []want{tooLong(affinityField)}},
-		{"the bound is on the sum: the largest field is named", pod(inGroup("train"), withScheduling(hostAffinity(600), tolerations(80))), []want{tooLong(tolerationsField)}},
-		{"an unlabelled pod is not Muster's to bound", pod(withScheduling(hostAffinity(20000), nil)), nil},
+		{"a node affinity on 1,000 hosts is valid", podtest.Pod(podtest.InGroup("train"), withScheduling(hostAffinity(1000), nil)), nil},
+		{"a node affinity over the bound is refused, naming spec.affinity", podtest.Pod(podtest.InGroup("train"), withScheduling(hostAffinity(3000), nil)), []want{tooLong(affinityField)}},
+		{"the bound is on the sum: the largest field is named", podtest.Pod(podtest.InGroup("train"), withScheduling(hostAffinity(600), tolerations(80))), []want{tooLong(tolerationsField)}},
+		{"an unlabelled pod is not Muster's to bound", podtest.Pod(withScheduling(hostAffinity(20000), nil)), nil},
 
-		{"64 labels of the longest key and value are valid", pod(inGroup("train"), withLabels(63)), nil},
-		{"labels over the bound are refused, naming metadata.labels", pod(inGroup("train"), withLabels(100)), []want{tooLong("metadata.labels")}},
+		{"64 labels of the longest key and value are valid", podtest.Pod(podtest.InGroup("train"), withLabels(63)), nil},
+		{"labels over the bound are refused, naming metadata.labels", podtest.Pod(podtest.InGroup("train"), withLabels(100)), []want{tooLong("metadata.labels")}},
 
-		{"a roles template of eight roles (the pod's own and seven) is valid", pod(inGroup("train"), withRolesTemplate(7, 0)), nil},
-		{"a roles template padded over the bound is refused, naming it", pod(inGroup("train"), withRolesTemplate(1, scheduling.MaxPodMusterAnnotationBytes)),
+		{"a roles template of eight roles (the pod's own and seven) is valid", podtest.Pod(podtest.InGroup("train"), withRolesTemplate(7, 0)), nil},
+		{"a roles template padded over the bound is refused, naming it", podtest.Pod(podtest.InGroup("train"), withRolesTemplate(1, scheduling.MaxPodMusterAnnotationBytes)),
 			[]want{tooLong("metadata.annotations[" + scheduling.RolesTemplateAnnotation + "]")}},
 	}
 	for _, tt := range tests {
@@ -94,7 +95,7 @@ func TestValidateSchedulingInputs(t *testing.T) {
 // condition does not send (no affinity, no spread, at most
 // SchedulingCheckTolerations tolerations) is always within the bound.
 func TestToleratedCountCannotReachTheBound(t *testing.T) {
-	p := pod(inGroup("train"), withScheduling(nil, tolerations(scheduling.SchedulingCheckTolerations)))
+	p := podtest.Pod(podtest.InGroup("train"), withScheduling(nil, tolerations(scheduling.SchedulingCheckTolerations)))
 	for i := range p.Spec.Tolerations {
 		p.Spec.Tolerations[i].Key = "example.com/" + fmt.Sprintf("%0305d", i) // 317 characters, the most a key may have
 		p.Spec.Tolerations[i].Value = fmt.Sprintf("%063d", i)
@@ -112,7 +113,7 @@ func TestToleratedCountCannotReachTheBound(t *testing.T) {
 // condition does not send for its labels (at most LabelCheckCount) is always
 // within MaxPodLabelBytes.
 func TestLabelCountCannotReachTheBound(t *testing.T) {
-	if errs := validateLabelSize(pod(inGroup("train"), withLabels(scheduling.LabelCheckCount-1))); len(errs) != 0 {
+	if errs := validateLabelSize(podtest.Pod(podtest.InGroup("train"), withLabels(scheduling.LabelCheckCount-1))); len(errs) != 0 {
 		t.Errorf("%d of the longest labels are refused: the match condition would let such a pod through unmeasured: %v", scheduling.LabelCheckCount, errs)
 	}
 }

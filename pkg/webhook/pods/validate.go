@@ -11,10 +11,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
-// groupRequired says what the group label must be; the webhook and the
-// policy say it alike.
-const groupRequired = "must be the name of a PodGroup in the pod's namespace"
-
 var (
 	labelsPath      = field.NewPath("metadata", "labels")
 	annotationsPath = field.NewPath("metadata", "annotations")
@@ -66,7 +62,7 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 
 	var allErrs field.ErrorList
 	if group, ok := pod.Labels[scheduling.PodGroupLabel]; ok && isNew(pod.Labels, oldLabels, scheduling.PodGroupLabel) {
-		allErrs = append(allErrs, validation.ValidateName(group, labelsPath.Key(scheduling.PodGroupLabel), apivalidation.NameIsDNSSubdomain, groupRequired)...)
+		allErrs = append(allErrs, validation.ValidateName(group, labelsPath.Key(scheduling.PodGroupLabel), apivalidation.NameIsDNSSubdomain, scheduling.PodGroupLabelRule)...)
 	}
 
 	ann := pod.Annotations
@@ -82,16 +78,11 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 	return allErrs
 }
 
-// minCountRule is the min-count annotation's rule, as both the policy and
-// the webhook say it.
-var minCountRule = fmt.Sprintf(`must be a positive integer in base 10, such as "8", at most %d (MaxGangMinCount): the placements of a gang are recorded in its status, which holds %d`,
-	scheduling.MaxGangMinCount, scheduling.MaxPlacements)
-
 // validateMinCount accepts what the controller parses into gang.minCount,
 // up to the largest gang it can admit.
 func validateMinCount(v string, fldPath *field.Path) field.ErrorList {
 	if n, ok := scheduling.ParseMinCount(v); !ok || n > scheduling.MaxGangMinCount {
-		return field.ErrorList{field.Invalid(fldPath, v, minCountRule)}
+		return field.ErrorList{field.Invalid(fldPath, v, scheduling.MinCountRule)}
 	}
 	return nil
 }

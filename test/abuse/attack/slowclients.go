@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // slowBodyBytes is the Content-Length a slow client announces: a body of
@@ -33,7 +33,7 @@ type SlowStats struct {
 }
 
 // SlowWebhookClients opens n TLS connections to addr (host:port), each
-// sending POST pods.MutatePath with a large Content-Length and then its body
+// sending POST manifests.MutatePath with a large Content-Length and then its body
 // a byte at a time, as a slowloris would; a connection the server cuts off
 // is opened again after slowByteEvery (without that pause, n clients that
 // are refused at once only measure TLS handshakes per second). It returns once every client has sent its first
@@ -95,7 +95,7 @@ func slowRequest(ctx context.Context, addr string, tlsConfig *tls.Config, stats 
 	defer stopOnCancel()
 
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-		pods.MutatePath, addr, slowBodyBytes)
+		manifests.MutatePath, addr, slowBodyBytes)
 	_, err = conn.Write([]byte(head))
 	started()
 	if err != nil {

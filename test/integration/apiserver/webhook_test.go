@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
@@ -56,7 +56,7 @@ func TestPodWebhookIsServed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: "default", Labels: map[string]string{scheduling.PodGroupLabel: "gang"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
-	mutated := review(pods.MutatePath, pod)
+	mutated := review(manifests.MutatePath, pod)
 	if !mutated.Allowed || !strings.Contains(string(mutated.Patch), scheduling.AdmissionGate) || !strings.Contains(string(mutated.Patch), scheduling.TrackingFinalizer) {
 		t.Errorf("mutate: allowed=%v patch=%s, want the gate and the finalizer added", mutated.Allowed, mutated.Patch)
 	}
@@ -66,11 +66,11 @@ func TestPodWebhookIsServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := api.Post().AbsPath(pods.MutatePath).SetHeader("Content-Type", "application/json").Body([]byte("{}")).Do(ctx).Error(); !apierrors.IsNotFound(err) {
-		t.Errorf("POST %s on the API's port: %v, want 404", pods.MutatePath, err)
+	if err := api.Post().AbsPath(manifests.MutatePath).SetHeader("Content-Type", "application/json").Body([]byte("{}")).Do(ctx).Error(); !apierrors.IsNotFound(err) {
+		t.Errorf("POST %s on the API's port: %v, want 404", manifests.MutatePath, err)
 	}
 	pod.Annotations = map[string]string{scheduling.MinCountAnnotation: "zero"}
-	denied := review(pods.ValidatePath, pod)
+	denied := review(manifests.ValidatePath, pod)
 	if denied.Allowed || denied.Result == nil || !strings.Contains(denied.Result.Message, "metadata.annotations[scheduling.muster.dev/min-count]") {
 		t.Errorf("validate: allowed=%v result=%+v, want a denial naming the annotation", denied.Allowed, denied.Result)
 	}

@@ -1,4 +1,4 @@
-package autoscaling
+package manifests
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -10,10 +10,10 @@ import (
 )
 
 // PriorityClass returns scheduling.CapacityRequestPriorityClass, which every
-// capacity-request pod names, as artifacts/base/priorityclass.yaml installs
-// it. The controller never creates it (its role grants nothing on
-// priorityclasses): a pod that names a missing class is refused at
-// admission, so it must be installed with Muster.
+// capacity-request pod names, as PriorityClassFile installs it. The
+// controller never creates it (its role grants nothing on priorityclasses):
+// a pod that names a missing class is refused at admission, so it must be
+// installed with Muster.
 //
 // Its value is the lowest that cluster-autoscaler still scales up for, and
 // preemptionPolicy Never keeps a capacity-request pod from preempting any

@@ -1,4 +1,4 @@
-package pods
+package manifests
 
 import (
 	"fmt"
@@ -58,8 +58,8 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Expression: fmt.Sprintf("variables.newGroup.size() == 0 || variables.newGroup == variables.oldGroup || "+
 				"(variables.newGroup[0].size() <= 253 && variables.newGroup[0].matches('%s'))", dns1123SubdomainRegexp),
 			MessageExpression: fmt.Sprintf("variables.newGroup[0] == '' ? %s : %s",
-				celString(fmt.Sprintf("%s[%s]: Required value: %s", labels, scheduling.PodGroupLabel, groupRequired)),
-				invalidMessage(labels, scheduling.PodGroupLabel, "variables.newGroup[0]", groupRequired+": a lowercase RFC 1123 subdomain")),
+				celString(fmt.Sprintf("%s[%s]: Required value: %s", labels, scheduling.PodGroupLabel, scheduling.PodGroupLabelRule)),
+				invalidMessage(labels, scheduling.PodGroupLabel, "variables.newGroup[0]", scheduling.PodGroupLabelRule+": a lowercase RFC 1123 subdomain")),
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 		immutableLabel("Group", scheduling.PodGroupLabel, "a pod joins a gang only when it is created; create a new pod with the label instead"),
@@ -67,7 +67,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{
 			Expression: fmt.Sprintf("variables.newMinCount.size() == 0 || variables.newMinCount == variables.oldMinCount || "+
 				"(variables.newMinCount[0].matches('%s') && int(variables.newMinCount[0]) >= 1 && int(variables.newMinCount[0]) <= %d)", minCountRegexp, scheduling.MaxGangMinCount),
-			MessageExpression: invalidMessage(annotations, scheduling.MinCountAnnotation, "variables.newMinCount[0]", minCountRule),
+			MessageExpression: invalidMessage(annotations, scheduling.MinCountAnnotation, "variables.newMinCount[0]", scheduling.MinCountRule),
 			Reason:            ptr.To(metav1.StatusReasonInvalid),
 		},
 		{
@@ -131,7 +131,7 @@ func podUpdatePolicy(name string, vars []admissionregistrationv1.Variable, valid
 }
 
 // immutableLabel is the validation that forbids adding, changing or removing
-// the label key on update, with the messages validateLabelImmutable gives;
+// the label key on update, with the messages the webhook's validateLabelImmutable gives;
 // v names the variables new<v> and old<v> that hold the label's value.
 func immutableLabel(v, key, why string) admissionregistrationv1.Validation {
 	newV, oldV := "variables.new"+v, "variables.old"+v

@@ -1,4 +1,4 @@
-package pods
+package manifests
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 // PreparePolicyName names the MutatingAdmissionPolicy, and its binding, that
 // prepare a new labelled pod inside kube-apiserver: the admission gate, the
 // tracking finalizer and the managed label, as the mutating webhook adds
-// them (mutate.go). The labels map is always there: the policy matches pods
+// them (pkg/webhook/pods/mutate.go). The labels map is always there: the policy matches pods
 // with the group label only. MutatingAdmissionPolicy is GA, and on by default, since
 // Kubernetes 1.36. kube-apiserver runs policies before webhooks, and the
 // mutating webhook's match condition (notPrepared) skips a pod that already
 // has all three, so on such a cluster a labelled pod's create makes no
 // network call for its mutation; on an older one the webhook does the work.
-// It is opt-in (artifacts/prepare-policy): make perf measured it slower than
+// It is opt-in (PreparePolicyFile): make perf measured it slower than
 // the webhook on a 2-core machine, where kube-apiserver's CPU is what a
 // create waits on (docs/performance.md).
 const PreparePolicyName = "muster-pod-prepare"
@@ -41,7 +41,7 @@ const unboundExpression = "!has(object.spec.nodeName) || object.spec.nodeName ==
 // gate, the tracking finalizer and the managed label to a new pod with the
 // group label that is not bound: each only where it is missing, appended
 // after what the pod's author or another writer put there, as the webhook's
-// patch does (mutate.go). A JSON patch costs kube-apiserver less than an
+// patch does (pkg/webhook/pods/mutate.go). A JSON patch costs kube-apiserver less than an
 // apply configuration, which goes through a server-side apply merge.
 func PreparePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 	gates, finalizers := celList("object", "spec.schedulingGates"), celList("object", "metadata.finalizers")

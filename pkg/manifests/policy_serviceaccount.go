@@ -1,4 +1,4 @@
-package pods
+package manifests
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ const WritesPolicyName = "muster-pod-writes"
 // The policies find Muster by a permission, not by its user name: a
 // namespace or service account renamed by an operator would silently stop a
 // name from matching, and the confinement with it. Muster's ClusterRole
-// (artifacts/base/rbac.yaml) grants ConfinedVerb on ConfinedResource in
+// (RBACFile) grants ConfinedVerb on ConfinedResource in
 // scheduling.muster.dev, a resource the API does not serve, so the grant
 // means nothing but "confine this requester"; it moves with the role's
 // binding wherever the account lives.

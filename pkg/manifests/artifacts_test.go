@@ -1,7 +1,8 @@
-package pods
+package manifests
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,23 +10,31 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/admission/quota"
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/controller/podgroup"
 )
 
-// TestArtifactsMatchBuilder keeps artifacts/base/webhooks.yaml, which
-// deployments apply, in step with the configurations this package builds
-// for the local cluster: the same webhooks, rules and selectors.
-func TestArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/webhooks.yaml")
+// readArtifact reads one of the static manifests, named relative to the
+// repository root (artifacts.go), from this package's folder.
+func readArtifact(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatalf("reading artifacts: %v", err)
 	}
+	return data
+}
+
+// TestArtifactsMatchBuilder keeps WebhooksFile, which deployments apply, in
+// step with the configurations this package builds for the local cluster:
+// the same webhooks, rules and selectors.
+func TestArtifactsMatchBuilder(t *testing.T) {
+	data := readArtifact(t, WebhooksFile)
 	docs := strings.Split(string(data), "\n---\n")
 	if len(docs) != 2 {
 		t.Fatalf("webhooks.yaml has %d documents, want 2", len(docs))
@@ -59,25 +68,14 @@ func TestArtifactsMatchBuilder(t *testing.T) {
 	}
 }
 
-// TestPolicyArtifactsMatchBuilder keeps artifacts/base/policies.yaml in step
-// with the policies and bindings this package builds for the local cluster.
+// TestPolicyArtifactsMatchBuilder keeps PoliciesFile in step with the
+// policies and bindings this package builds for the local cluster, in the
+// order ValidatingPolicies lists them.
 func TestPolicyArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/policies.yaml")
-	if err != nil {
-		t.Fatalf("reading artifacts: %v", err)
-	}
-	docs := strings.Split(string(data), "\n---\n")
-	want := []any{
-		LabelsPolicy(),
-		PolicyBinding(Config{}, LabelsPolicyName),
-		WritesPolicy(),
-		WritesPolicyBinding(),
-		CreatesPolicy(),
-		CreatesPolicyBinding(),
-		QuotaWritesPolicy(),
-		QuotaWritesPolicyBinding(),
-		podgroup.OrderedReadyPolicy(),
-		podgroup.OrderedReadyPolicyBinding(),
+	docs := strings.Split(string(readArtifact(t, PoliciesFile)), "\n---\n")
+	var want []any
+	for _, p := range ValidatingPolicies() {
+		want = append(want, p.Policy, p.Binding)
 	}
 	if len(docs) != len(want) {
 		t.Fatalf("policies.yaml has %d documents, want %d", len(docs), len(want))
@@ -99,15 +97,10 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 	}
 }
 
-// TestPreparePolicyArtifactsMatchBuilder keeps
-// artifacts/base/mutating-policy.yaml in step with PreparePolicy and its
-// binding.
+// TestPreparePolicyArtifactsMatchBuilder keeps PreparePolicyFile in step
+// with PreparePolicy and its binding.
 func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/prepare-policy/mutating-policy.yaml")
-	if err != nil {
-		t.Fatalf("reading artifacts: %v", err)
-	}
-	docs := strings.Split(string(data), "\n---\n")
+	docs := strings.Split(string(readArtifact(t, PreparePolicyFile)), "\n---\n")
 	if len(docs) != 2 {
 		t.Fatalf("mutating-policy.yaml has %d documents, want 2", len(docs))
 	}
@@ -129,15 +122,12 @@ func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
 
 // TestConfinedPermissionOnlyInMustersRole: the policies find Muster's
 // controller by the permission ConfinedVerb on ConfinedResource, so
-// artifacts/base/rbac.yaml must grant it in Muster's ClusterRole, bound
+// RBACFile must grant it in Muster's ClusterRole, bound
 // cluster-wide, and in no other role, and no role may grant UngrantedVerb
 // or every verb on it (a holder of every verb is taken for an
 // administrator).
 func TestConfinedPermissionOnlyInMustersRole(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/rbac.yaml")
-	if err != nil {
-		t.Fatalf("reading artifacts: %v", err)
-	}
+	data := readArtifact(t, RBACFile)
 	grants := func(r rbacv1.PolicyRule, verb string) bool {
 		return slices.Contains(r.APIGroups, scheduling.GroupName) && slices.Contains(r.Resources, ConfinedResource) && slices.Contains(r.Verbs, verb)
 	}
@@ -195,5 +185,18 @@ func TestQuotaPolicyNamesWhatThePluginCounts(t *testing.T) {
 	want := slices.Sorted(slices.Values(CountedQuotaResources()))
 	if !slices.Equal(counted, want) {
 		t.Errorf("the quota plugin counts %v; the policy names %v", counted, want)
+	}
+}
+
+// TestPriorityClassArtifactMatchesBuilder keeps PriorityClassFile, which
+// deployments apply, in step with PriorityClass, which the local cluster
+// creates.
+func TestPriorityClassArtifactMatchesBuilder(t *testing.T) {
+	var got schedulingv1.PriorityClass
+	if err := yaml.UnmarshalStrict(readArtifact(t, PriorityClassFile), &got); err != nil {
+		t.Fatalf("decoding the PriorityClass: %v", err)
+	}
+	if want := PriorityClass(); !apiequality.Semantic.DeepEqual(want, &got) {
+		t.Errorf("priorityclass.yaml differs from the builder:\n%s", diff.Diff(want, &got))
 	}
 }

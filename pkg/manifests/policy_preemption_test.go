@@ -1,4 +1,4 @@
-package pods
+package manifests
 
 import (
 	"slices"
@@ -12,12 +12,13 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/podtest"
 )
 
 // running is a pod that runs on a node, as a victim of preemption does.
 func running(mods ...func(*corev1.Pod)) *corev1.Pod {
 	at := metav1.Date(2026, 11, 24, 12, 0, 0, 0, metav1.Now().Location())
-	p := pod(onNode("node-0"), withFinalizers(scheduling.TrackingFinalizer))
+	p := podtest.Pod(podtest.OnNode("node-0"), podtest.WithFinalizers(scheduling.TrackingFinalizer))
 	p.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning,
 		Conditions: []corev1.PodCondition{
@@ -77,8 +78,8 @@ func withStatus(change func(*corev1.PodStatus)) func(*corev1.Pod) {
 // but for a capacity-request pod, which it deletes unmarked. The
 // confinement of its other updates holds as before.
 func TestWritesPolicyPreemption(t *testing.T) {
-	managed := inGroup("g")
-	unmanaged := label("app", "web")
+	managed := podtest.InGroup("g")
+	unmanaged := podtest.Label("app", "web")
 	status := func(old *corev1.Pod, mods ...func(*corev1.Pod)) policyRequest {
 		object := old.DeepCopy()
 		for _, m := range mods {
@@ -129,26 +130,26 @@ func TestWritesPolicyPreemption(t *testing.T) {
 		{"removing a status field is denied", status(running(managed), withStatus(func(s *corev1.PodStatus) { s.HostIP = "" })), []string{"status.hostIP"}},
 		{"changing a container's status is denied", status(running(managed), withStatus(func(s *corev1.PodStatus) { s.ContainerStatuses[0].Ready = false })),
 			[]string{"status.containerStatuses"}},
-		{"removing its finalizer through pods/status is denied", status(running(managed), withCondition(marked), withFinalizers()), []string{"metadata.finalizers"}},
-		{"a label through pods/status is denied", status(running(unmanaged), withCondition(marked), label("team", "x")), []string{"metadata.labels"}},
+		{"removing its finalizer through pods/status is denied", status(running(managed), withCondition(marked), podtest.WithFinalizers()), []string{"metadata.finalizers"}},
+		{"a label through pods/status is denied", status(running(unmanaged), withCondition(marked), podtest.Label("team", "x")), []string{"metadata.labels"}},
 
 		{"deleting a marked pod it manages is allowed", del(running(managed, withCondition(marked))), nil},
 		{"deleting a marked pod it does not manage is allowed", del(running(unmanaged, withCondition(marked))), nil},
 		{"deleting an unmarked pod is denied", del(running(managed)), []string{conditions}},
 		{"deleting an unmarked pod it does not manage is denied", del(running(unmanaged)), []string{conditions}},
-		{"deleting a pod without status is denied", del(pod(unmanaged)), []string{conditions}},
+		{"deleting a pod without status is denied", del(podtest.Pod(unmanaged)), []string{conditions}},
 		{"deleting a pod the scheduler marked is denied", del(running(managed, withCondition(disruption(corev1.ConditionTrue, "PreemptionByScheduler")))), []string{conditions}},
 		{"deleting a pod marked False is denied", del(running(managed, withCondition(disruption(corev1.ConditionFalse, scheduling.ReasonPreemptionByMuster)))), []string{conditions}},
 		{"deleting a capacity-request pod unmarked is allowed", del(capacityRequest()), nil},
-		{"deleting a running capacity-request pod unmarked is allowed", del(running(label(scheduling.CapacityRequestLabel, "g"))), nil},
+		{"deleting a running capacity-request pod unmarked is allowed", del(running(podtest.Label(scheduling.CapacityRequestLabel, "g"))), nil},
 		// So it cannot mark a pod for deletion by the label either.
-		{"adding the capacity-request label to a pod is denied", update(running(unmanaged), label(scheduling.CapacityRequestLabel, "g")), []string{"metadata.labels"}},
+		{"adding the capacity-request label to a pod is denied", update(running(unmanaged), podtest.Label(scheduling.CapacityRequestLabel, "g")), []string{"metadata.labels"}},
 
 		// Its other writes stay confined, with the delete rule beside them.
-		{"removing its finalizer through pods is allowed", update(running(unmanaged), withFinalizers()), nil},
-		{"removing its gate from a pod it manages is allowed", update(pod(managed, withGates(scheduling.AdmissionGate)), withGates()), nil},
-		{"a label through pods is denied", update(running(managed), label("team", "x")), []string{"metadata.labels"}},
-		{"removing its gate from a pod it does not manage is denied", update(pod(unmanaged, withGates(scheduling.AdmissionGate)), withGates()), []string{"spec.schedulingGates"}},
+		{"removing its finalizer through pods is allowed", update(running(unmanaged), podtest.WithFinalizers()), nil},
+		{"removing its gate from a pod it manages is allowed", update(podtest.Pod(managed, podtest.WithGates(scheduling.AdmissionGate)), podtest.WithGates()), nil},
+		{"a label through pods is denied", update(running(managed), podtest.Label("team", "x")), []string{"metadata.labels"}},
+		{"removing its gate from a pod it does not manage is denied", update(podtest.Pod(unmanaged, podtest.WithGates(scheduling.AdmissionGate)), podtest.WithGates()), []string{"spec.schedulingGates"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,14 +177,14 @@ func TestWritesPolicyLeavesOthersAlone(t *testing.T) {
 	kubelet := &user.DefaultInfo{Name: "system:node:node-0", Groups: []string{user.NodesGroup, user.AllAuthenticated}}
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 	jobController := serviceaccount.UserInfo("kube-system", "job-controller", "")
-	failed := running(inGroup("g"), withStatus(func(s *corev1.PodStatus) { s.Phase = corev1.PodFailed }))
+	failed := running(podtest.InGroup("g"), withStatus(func(s *corev1.PodStatus) { s.Phase = corev1.PodFailed }))
 	tests := []struct {
 		name string
 		req  policyRequest
 	}{
-		{"the kubelet ending a pod", policyRequest{op: admission.Update, subResource: "status", object: failed, oldObject: running(inGroup("g")), user: kubelet}},
+		{"the kubelet ending a pod", policyRequest{op: admission.Update, subResource: "status", object: failed, oldObject: running(podtest.InGroup("g")), user: kubelet}},
 		{"an administrator deleting an unmarked pod", policyRequest{op: admission.Delete, oldObject: running(), user: admin}},
-		{"another service account deleting an unmarked pod", policyRequest{op: admission.Delete, oldObject: running(inGroup("g")), user: jobController}},
+		{"another service account deleting an unmarked pod", policyRequest{op: admission.Delete, oldObject: running(podtest.InGroup("g")), user: jobController}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package pods
+package manifests
 
 import (
 	"errors"
@@ -21,6 +21,15 @@ const (
 	MutatingWebhookName = "mutate.pods.scheduling.muster.dev"
 	// ValidatingWebhookName names the webhook that checks Muster's labels and annotations.
 	ValidatingWebhookName = "validate.pods.scheduling.muster.dev"
+)
+
+// Paths on which muster-apiserver serves the webhook, and which the
+// configurations name.
+const (
+	// MutatePath serves the mutating webhook.
+	MutatePath = "/webhooks/pods/mutate"
+	// ValidatePath serves the validating webhook.
+	ValidatePath = "/webhooks/pods/validate"
 )
 
 // DefaultPort is the port muster-apiserver serves the webhook on by default
@@ -160,6 +169,18 @@ var GoChecksExpression = "(" + RolesExpression + ") || (" + SchedulingExpression
 var RolesExpression = fmt.Sprintf("(has(object.metadata.labels) && %s in object.metadata.labels) || "+
 	"(has(object.metadata.annotations) && [%s, %s, %s].exists(k, k in object.metadata.annotations))",
 	celString(scheduling.RoleLabel), celString(scheduling.RolesAnnotation), celString(scheduling.RoleCountAnnotation), celString(scheduling.RolesTemplateAnnotation))
+
+// SchedulingExpression holds for a labelled pod whose scheduling inputs may
+// be over scheduling.MaxPodSchedulingBytes, or its labels over
+// scheduling.MaxPodLabelBytes, which only Go measures: it has an affinity,
+// topology spread constraints, more tolerations than
+// scheduling.SchedulingCheckTolerations or more labels than
+// scheduling.LabelCheckCount. The validating webhook is called for those
+// creates and no others but the pods with roles.
+var SchedulingExpression = fmt.Sprintf("has(object.spec.affinity) || "+
+	"(has(object.spec.topologySpreadConstraints) && size(object.spec.topologySpreadConstraints) > 0) || "+
+	"(has(object.spec.tolerations) && size(object.spec.tolerations) > %d) || "+
+	"(has(object.metadata.labels) && size(object.metadata.labels) > %d)", scheduling.SchedulingCheckTolerations, scheduling.LabelCheckCount)
 
 // clientConfig points kube-apiserver at path on the configured server.
 func (c Config) clientConfig(path string) (admissionregistrationv1.WebhookClientConfig, error) {

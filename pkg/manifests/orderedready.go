@@ -1,4 +1,4 @@
-package podgroup
+package manifests
 
 import (
 	"fmt"
@@ -13,8 +13,9 @@ import (
 
 // OrderedReadyPolicyName names the ValidatingAdmissionPolicy, and its
 // binding, that warn at creation of a StatefulSet that can never form a
-// gang: checkOrderedReady says the same on the group, but only once a pod
-// exists and waits.
+// gang: the controller says the same on the group (Admitted=False, reason
+// scheduling.ReasonOrderedReadyStatefulSet), but only once a pod exists and
+// waits.
 const OrderedReadyPolicyName = "muster-statefulset-ordered-ready"
 
 // OrderedReadyPolicy returns the policy that warns (never denies: the
@@ -55,7 +56,7 @@ func OrderedReadyPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 					appsv1.ParallelPodManagement, template, scheduling.MinCountAnnotation),
 				Message: fmt.Sprintf("spec.podManagementPolicy: OrderedReady (the default) creates each pod only once the one before it is Ready, "+
 					"but Muster keeps every pod of a group (label %s) gated until the group's minCount pods exist, "+
-					"so a gang of more than one pod can never form; %s", scheduling.PodGroupLabel, orderedReadyFix),
+					"so a gang of more than one pod can never form; %s", scheduling.PodGroupLabel, scheduling.OrderedReadyFix),
 			}},
 		},
 	}
@@ -65,20 +66,13 @@ func OrderedReadyPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // only, in the namespaces Muster manages by default
 // (scheduling.DefaultNamespaceSelector), where its webhook gates pods.
 func OrderedReadyPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	sel, err := metav1.ParseToLabelSelector(scheduling.DefaultNamespaceSelector)
-	if err != nil {
-		panic(fmt.Sprintf("parsing the default namespace selector %q: %v", scheduling.DefaultNamespaceSelector, err))
-	}
-	// An empty map and a nil one mean the same, but only nil survives a
-	// round trip through YAML unchanged.
-	sel.MatchLabels = nil
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: OrderedReadyPolicyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        OrderedReadyPolicyName,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn},
-			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: sel},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: DefaultNamespaceSelector()},
 		},
 	}
 }

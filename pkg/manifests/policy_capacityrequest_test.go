@@ -1,4 +1,4 @@
-package pods
+package manifests
 
 import (
 	"slices"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/podtest"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 )
 
@@ -21,7 +22,7 @@ import (
 // pod of gang "train", built as the controller builds it, then changed by
 // mods.
 func capacityRequest(mods ...func(*corev1.Pod)) *corev1.Pod {
-	member := pod(inGroup("train"), label(scheduling.ManagedLabel, "true"), label("app", "trainer"), func(p *corev1.Pod) {
+	member := podtest.Pod(podtest.InGroup("train"), podtest.Label(scheduling.ManagedLabel, "true"), podtest.Label("app", "trainer"), func(p *corev1.Pod) {
 		p.Spec.NodeSelector = map[string]string{"node.kubernetes.io/instance-type": "gpu-8x"}
 		p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
@@ -75,9 +76,9 @@ func TestCreatesPolicy(t *testing.T) {
 
 		{"no capacity-request label is denied", capacityRequest(withoutLabel(scheduling.CapacityRequestLabel)), []string{crLabel}},
 		{"a capacity-request label that names no PodGroup is denied",
-			capacityRequest(label(scheduling.CapacityRequestLabel, "Train_1"), withOwner(func(o *metav1.OwnerReference) { o.Name = "Train_1" })), []string{crLabel}},
-		{"the group label is denied", capacityRequest(inGroup("train")), []string{"metadata.labels[" + scheduling.PodGroupLabel + "]"}},
-		{"the managed label is denied", capacityRequest(label(scheduling.ManagedLabel, "true")), []string{"metadata.labels[" + scheduling.ManagedLabel + "]"}},
+			capacityRequest(podtest.Label(scheduling.CapacityRequestLabel, "Train_1"), withOwner(func(o *metav1.OwnerReference) { o.Name = "Train_1" })), []string{crLabel}},
+		{"the group label is denied", capacityRequest(podtest.InGroup("train")), []string{"metadata.labels[" + scheduling.PodGroupLabel + "]"}},
+		{"the managed label is denied", capacityRequest(podtest.Label(scheduling.ManagedLabel, "true")), []string{"metadata.labels[" + scheduling.ManagedLabel + "]"}},
 		{"another priority class is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) { s.PriorityClassName = "system-cluster-critical" })),
 			[]string{"spec.priorityClassName"}},
 		{"no priority class is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) { s.PriorityClassName = "" })), []string{"spec.priorityClassName"}},
@@ -119,7 +120,7 @@ func TestCreatesPolicy(t *testing.T) {
 		{"a resource claim is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) {
 			s.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("someone-elses-gpu")}}
 		})), []string{"spec.resourceClaims"}},
-		{"a node name is denied", capacityRequest(onNode("node-0")), []string{"spec.nodeName"}},
+		{"a node name is denied", capacityRequest(podtest.OnNode("node-0")), []string{"spec.nodeName"}},
 		{"a service account token is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = ptr.To(true) })),
 			[]string{"spec.automountServiceAccountToken"}},
 		{"an unset automountServiceAccountToken is denied", capacityRequest(withSpec(func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = nil })),
@@ -131,7 +132,7 @@ func TestCreatesPolicy(t *testing.T) {
 			[]string{"spec.containers[0].securityContext"}},
 		{"an added capability is denied", capacityRequest(withContainer(func(c *corev1.Container) { c.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"} })),
 			[]string{"spec.containers[0].securityContext"}},
-		{"an ordinary pod is denied on every rule it breaks", pod(label("app", "web")), []string{
+		{"an ordinary pod is denied on every rule it breaks", podtest.Pod(podtest.Label("app", "web")), []string{
 			crLabel, "metadata.ownerReferences", "spec.priorityClassName", "spec.containers", "spec.containers[0].image", "spec.automountServiceAccountToken",
 		}},
 	}
@@ -165,9 +166,9 @@ func TestCreatesPolicyLeavesOthersAlone(t *testing.T) {
 		who  user.Info
 		pod  *corev1.Pod
 	}{
-		{"an administrator creating a privileged pod", admin, pod(withSpec(func(s *corev1.PodSpec) { s.HostPID = true }))},
-		{"the ReplicaSet controller creating a pod", replicaSets, pod(label("app", "web"))},
-		{"a user creating a pod with the capacity-request label", alice, pod(label(scheduling.CapacityRequestLabel, "train"))},
+		{"an administrator creating a privileged pod", admin, podtest.Pod(withSpec(func(s *corev1.PodSpec) { s.HostPID = true }))},
+		{"the ReplicaSet controller creating a pod", replicaSets, podtest.Pod(podtest.Label("app", "web"))},
+		{"a user creating a pod with the capacity-request label", alice, podtest.Pod(podtest.Label(scheduling.CapacityRequestLabel, "train"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
