@@ -86,8 +86,11 @@ func TestPlan(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "nothing is due before 2/3 of the serving certificate's life",
-		state: func(t *testing.T) (*State, time.Time) { s := fresh(t); return s, fraction(s.Serving.Cert, RenewAt).Add(-time.Second) },
+		name: "nothing is due before 2/3 of the serving certificate's life",
+		state: func(t *testing.T) (*State, time.Time) {
+			s := fresh(t)
+			return s, fraction(s.Serving.Cert, RenewAt).Add(-time.Second)
+		},
 		check: func(t *testing.T, _, out *State, why []string) {
 			if out != nil {
 				t.Errorf("Plan changed the state: %v", why)
@@ -282,8 +285,10 @@ func TestLoad(t *testing.T) {
 			}
 		},
 	}, {
-		name:     "a corrupt Secret is reported and replaced with a new CA and serving certificate",
-		data:     func() map[string][]byte { return map[string][]byte{CACertKey: []byte("junk"), CAKeyKey: []byte("junk"), ServingCertKey: []byte("x")} },
+		name: "a corrupt Secret is reported and replaced with a new CA and serving certificate",
+		data: func() map[string][]byte {
+			return map[string][]byte{CACertKey: []byte("junk"), CAKeyKey: []byte("junk"), ServingCertKey: []byte("x")}
+		},
 		wantErrs: 2,
 		check: func(t *testing.T, s *State) {
 			out, _ := mustPlan(t, t0, s, allKnown)

@@ -199,4 +199,3 @@ func splitRef(ref string) (string, string, error) {
 	}
 	return ns, name, nil
 }
-
