@@ -175,10 +175,12 @@ func (m *Manager) sync(ctx context.Context) error {
 		// The update carries the resourceVersion read: a replica that
 		// rotated first wins, and this one re-reads and finds nothing due.
 		if _, err := m.kube.CoreV1().Secrets(m.namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			if apierrors.IsConflict(err) {
-				logger.V(2).Info("Another replica rotated first; re-reading", "secret", klog.KObj(secret))
-			}
 			m.serve(ctx, state)
+			if apierrors.IsConflict(err) {
+				// The winner's write reaches the informer, which syncs again.
+				logger.V(2).Info("Another replica rotated first; re-reading", "secret", klog.KObj(secret))
+				return pubErr
+			}
 			return errors.Join(pubErr, fmt.Errorf("writing Secret %s/%s: %w", m.namespace, m.name, err))
 		}
 		logger.Info("Rotated certificates", "secret", klog.KObj(secret), "why", why)
@@ -205,19 +207,7 @@ func (m *Manager) create(ctx context.Context, now time.Time) error {
 	if next == nil {
 		next = state
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      m.name,
-			Namespace: m.namespace,
-			Labels: map[string]string{
-				"app.kubernetes.io/name":       "muster-apiserver",
-				"app.kubernetes.io/component":  "certificates",
-				"app.kubernetes.io/managed-by": "muster-apiserver",
-			},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: next.Data(),
-	}
+	secret := newSecretObject(m.namespace, m.name, next.Data())
 	if _, err := m.kube.CoreV1().Secrets(m.namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("another replica created Secret %s/%s first; loading it", m.namespace, m.name)
@@ -239,5 +229,22 @@ func (m *Manager) serve(ctx context.Context, state *State) {
 	m.last = state
 	if m.content.set(state.Serving) {
 		klog.FromContext(ctx).Info("Serving certificate loaded", "certificate", describe(state.Serving.Cert))
+	}
+}
+
+// newSecretObject is the Secret Muster creates.
+func newSecretObject(namespace, name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: namespace,
+			Labels: map[string]string{
+				"app.kubernetes.io/name":       "muster-apiserver",
+				"app.kubernetes.io/component":  "certificates",
+				"app.kubernetes.io/managed-by": "muster-apiserver",
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
 	}
 }
