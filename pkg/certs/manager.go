@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -94,6 +95,9 @@ func (m *Manager) Start(ctx context.Context, timeout time.Duration) error {
 	m.secrets = secrets.Lister()
 	factory.Start(ctx.Done())
 	go func() { <-ctx.Done(); factory.Shutdown() }()
+	if err := m.watchTargets(ctx); err != nil {
+		return err
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), secrets.Informer().HasSynced) {
 		return fmt.Errorf("reading Secret %s/%s: %w", m.namespace, m.name, context.Cause(ctx))
 	}
@@ -106,6 +110,41 @@ func (m *Manager) Start(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		lastErr = err
 		return fmt.Errorf("no serving certificate from Secret %s/%s within %s: %w", m.namespace, m.name, timeout, lastErr)
+	}
+	return nil
+}
+
+// watchTargets syncs whenever the APIService or a webhook configuration
+// changes, each watched by name: an upgrade or an apply that blanks a
+// caBundle is repaired at once, not at the next resync.
+func (m *Manager) watchTargets(ctx context.Context) error {
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.poke() },
+		UpdateFunc: func(any, any) { m.poke() },
+	}
+	byName := func(name string) func(*metav1.ListOptions) {
+		return func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}
+	}
+	if name := m.publisher.targets.APIService; name != "" {
+		factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.publisher.dynamic, 0, "", byName(name))
+		if _, err := factory.ForResource(apiServices).Informer().AddEventHandler(handler); err != nil {
+			return fmt.Errorf("watching APIService %s: %w", name, err)
+		}
+		factory.Start(ctx.Done())
+		go func() { <-ctx.Done(); factory.Shutdown() }()
+	}
+	if name := m.publisher.targets.WebhookConfigurations; name != "" {
+		factory := informers.NewSharedInformerFactoryWithOptions(m.kube, 0, informers.WithTweakListOptions(byName(name)))
+		admission := factory.Admissionregistration().V1()
+		for _, informer := range []cache.SharedIndexInformer{admission.MutatingWebhookConfigurations().Informer(), admission.ValidatingWebhookConfigurations().Informer()} {
+			if _, err := informer.AddEventHandler(handler); err != nil {
+				return fmt.Errorf("watching webhook configurations %s: %w", name, err)
+			}
+		}
+		factory.Start(ctx.Done())
+		go func() { <-ctx.Done(); factory.Shutdown() }()
 	}
 	return nil
 }
