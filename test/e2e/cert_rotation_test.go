@@ -60,17 +60,10 @@ func TestCertRotation(t *testing.T) {
 	mc := versioned.NewForConfigOrDie(c.Config)
 	dyn := dynamic.NewForConfigOrDie(c.Config)
 
-	bundle, err := c.MusterCertBundle(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bundle) == 0 {
-		t.Fatal("Muster's Secret holds no CA bundle")
-	}
 	// The harness registered both with no caBundle: Muster wrote these,
 	// and the APIService became Available (cluster start waits for it)
 	// by them.
-	checkPublished(t, ctx, kc, dyn, bundle)
+	checkPublished(t, ctx, c, kc, dyn)
 
 	ns := c.NewNamespace(t, ctx, fmt.Sprintf("cert-rotation-%d", time.Now().UnixNano()%100000))
 	// A gang that never fills: every pod of the stream stays gated.
@@ -144,11 +137,7 @@ func TestCertRotation(t *testing.T) {
 		t.Error(f)
 	}
 
-	bundle, err = c.MusterCertBundle(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPublished(t, ctx, kc, dyn, bundle)
+	checkPublished(t, ctx, c, kc, dyn)
 }
 
 // hasGate reports whether p carries Muster's admission gate.
@@ -161,13 +150,19 @@ func hasGate(p *corev1.Pod) bool {
 	return false
 }
 
-// checkPublished checks that the APIService and every webhook carry
-// bundle, once Muster's resync has had time to write it.
-func checkPublished(t *testing.T, ctx context.Context, kc kubernetes.Interface, dyn dynamic.Interface, bundle []byte) {
+// checkPublished checks that the APIService and every webhook carry the
+// bundle of Muster's Secret, non-empty, once Muster has had time to write
+// it; the Secret is read anew each time, as a rotation may change it.
+func checkPublished(t *testing.T, ctx context.Context, c *cluster.Cluster, kc kubernetes.Interface, dyn dynamic.Interface) {
 	t.Helper()
 	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		bundle, err := c.MusterCertBundle(ctx)
+		if err != nil || len(bundle) == 0 {
+			last = fmt.Sprintf("Muster's Secret holds no CA bundle (%v)", err)
+			return false, nil
+		}
 		obj, err := apiServices.Get(ctx, cluster.MusterAPIServiceName, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
