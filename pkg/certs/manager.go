@@ -98,18 +98,19 @@ func (m *Manager) Start(ctx context.Context, timeout time.Duration) error {
 	if err := m.watchTargets(ctx); err != nil {
 		return err
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), secrets.Informer().HasSynced) {
-		return fmt.Errorf("reading Secret %s/%s: %w", m.namespace, m.name, context.Cause(ctx))
+	// A Secret that cannot be read (RBAC) must fail the start, not hang it.
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), secrets.Informer().HasSynced) {
+		return fmt.Errorf("reading Secret %s/%s within %s (may the server list and watch it?)", m.namespace, m.name, timeout)
 	}
 	go m.run(ctx)
 
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(syncCtx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		return m.content.loaded(), nil
 	})
 	if err != nil {
-		lastErr = err
-		return fmt.Errorf("no serving certificate from Secret %s/%s within %s: %w", m.namespace, m.name, timeout, lastErr)
+		return fmt.Errorf("no serving certificate from Secret %s/%s within %s (see the errors above): %w", m.namespace, m.name, timeout, err)
 	}
 	return nil
 }
