@@ -66,8 +66,9 @@ func TestCertRotation(t *testing.T) {
 	checkPublished(t, ctx, c, kc, dyn)
 
 	ns := c.NewNamespace(t, ctx, fmt.Sprintf("cert-rotation-%d", time.Now().UnixNano()%100000))
-	// A gang that never fills: every pod of the stream stays gated.
-	if _, err := mc.SchedulingV1alpha1().PodGroups(ns).Create(ctx, newGroupObject(ns, "stream", 1_000_000), metav1.CreateOptions{}); err != nil {
+	// A gang that never fills (the stream sends far fewer pods than the
+	// largest minCount): every pod of the stream stays gated.
+	if _, err := mc.SchedulingV1alpha1().PodGroups(ns).Create(ctx, newGroupObject(ns, "stream", scheduling.MaxPlacements), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating PodGroup: %v", err)
 	}
 	first, err := kc.CoreV1().Pods(ns).Create(ctx, newPod(ns, "first", podOpts{group: "stream"}), metav1.CreateOptions{})
