@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,22 +49,25 @@ func (c *Cluster) registerMuster(ctx context.Context) error {
 		return fmt.Errorf("creating Muster service: %w", err)
 	}
 
-	caBundle, err := os.ReadFile(c.pki.CACert)
+	caBundle, err := c.musterCABundle()
 	if err != nil {
-		return fmt.Errorf("reading CA bundle: %w", err)
+		return err
+	}
+	spec := map[string]any{
+		"group":                MusterGroup,
+		"version":              MusterVersion,
+		"service":              map[string]any{"namespace": MusterNamespace, "name": MusterService, "port": int64(c.musterPort)},
+		"groupPriorityMinimum": int64(1000),
+		"versionPriority":      int64(15),
+	}
+	if caBundle != nil {
+		spec["caBundle"] = caBundle
 	}
 	apiService := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1",
 		"kind":       "APIService",
 		"metadata":   map[string]any{"name": MusterAPIServiceName},
-		"spec": map[string]any{
-			"group":                MusterGroup,
-			"version":              MusterVersion,
-			"service":              map[string]any{"namespace": MusterNamespace, "name": MusterService, "port": int64(c.musterPort)},
-			"caBundle":             caBundle,
-			"groupPriorityMinimum": int64(1000),
-			"versionPriority":      int64(15),
-		},
+		"spec":       spec,
 	}}
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {

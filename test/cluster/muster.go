@@ -91,14 +91,13 @@ func (c *Cluster) runMuster(name string, ports []int) (*process, error) {
 		"--webhook-port=" + strconv.Itoa(ports[1]),
 		"--webhook-client-ca-file=" + c.pki.WebhookClientCACert,
 		"--bind-address=127.0.0.1",
-		"--tls-cert-file=" + c.pki.MusterServingCert,
-		"--tls-private-key-file=" + c.pki.MusterServKey,
 		"--kubeconfig=" + c.musterKubeconfig,
 		"--authentication-kubeconfig=" + c.musterKubeconfig,
 		"--authorization-kubeconfig=" + c.musterKubeconfig,
 		"--etcd-servers=" + c.musterEtcdURL(),
 		"--etcd-prefix=/muster",
 	}
+	args = append(args, c.musterCertArgs()...)
 	return startProcess(name, c.opts.MusterBinary, append(args, c.opts.MusterArgs...), c.logDir())
 }
 
@@ -113,8 +112,12 @@ func (c *Cluster) musterEtcdURL() string {
 // musterReady waits for the API's readiness and the webhook listener's.
 func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) error {
 	return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
+		pool, err := c.musterTrust(ctx)
+		if err != nil {
+			return err
+		}
 		for _, port := range ports {
-			if err := c.httpsOK(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", port)); err != nil {
+			if err := c.httpsOKTrusting(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), pool); err != nil {
 				return err
 			}
 		}

@@ -60,6 +60,15 @@ type Options struct {
 	// apart from the cluster's; else Muster stores under /muster in the
 	// cluster's etcd.
 	MusterEtcd bool
+	// MusterInternalCerts runs Muster with --cert-management=internal, as
+	// it runs in a pod: it makes its own CA and serving certificate in the
+	// Secret MusterCertSecret and writes the CA into the APIService and the
+	// webhook configurations, which the harness registers with no caBundle.
+	MusterInternalCerts bool
+	// MusterCertLifetime and MusterCACertLifetime, with MusterInternalCerts,
+	// are Muster's --cert-lifetime and --cert-ca-lifetime (default: its own).
+	MusterCertLifetime   time.Duration
+	MusterCACertLifetime time.Duration
 	// MusterArgs are appended to the flags the harness passes to Muster.
 	MusterArgs []string
 	// PreparePolicy installs the MutatingAdmissionPolicy that prepares new

@@ -63,12 +63,15 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 // httpsOK GETs url as the admin, trusting only the cluster CA, and
 // expects 200.
 func (c *Cluster) httpsOK(ctx context.Context, url string) error {
-	caPEM, err := os.ReadFile(c.pki.CACert)
+	pool, err := c.caPool()
 	if err != nil {
-		return fmt.Errorf("reading CA: %w", err)
+		return err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
+	return c.httpsOKTrusting(ctx, url, pool)
+}
+
+// httpsOKTrusting GETs url as the admin, trusting pool, and expects 200.
+func (c *Cluster) httpsOKTrusting(ctx context.Context, url string, pool *x509.CertPool) error {
 	admin, err := tls.LoadX509KeyPair(c.pki.AdminCert, c.pki.AdminKey)
 	if err != nil {
 		return fmt.Errorf("loading admin certificate: %w", err)

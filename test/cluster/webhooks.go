@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,9 +45,9 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	if !ok {
 		return fmt.Errorf("no Muster serves its API at %s", baseURL)
 	}
-	caBundle, err := os.ReadFile(c.pki.CACert)
+	caBundle, err := c.musterCABundle()
 	if err != nil {
-		return fmt.Errorf("reading CA bundle: %w", err)
+		return err
 	}
 	cfg := manifests.Config{URL: webhookURL, CABundle: caBundle, ValidateUpdates: c.webhookValidatesUpdates}
 	mutating, err := manifests.MutatingWebhookConfiguration(cfg)
@@ -63,6 +62,10 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	mutatingAPI, validatingAPI := admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()
 	if old, err := mutatingAPI.Get(ctx, mutating.Name, metav1.GetOptions{}); err == nil {
 		mutating.ResourceVersion = old.ResourceVersion
+		if caBundle == nil && len(old.Webhooks) > 0 {
+			// Muster keeps the caBundle: re-pointing must not blank it.
+			mutating.Webhooks[0].ClientConfig.CABundle = old.Webhooks[0].ClientConfig.CABundle
+		}
 		_, err = mutatingAPI.Update(ctx, mutating, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("re-pointing mutating pod webhook: %w", err)
@@ -72,6 +75,9 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	}
 	if old, err := validatingAPI.Get(ctx, validating.Name, metav1.GetOptions{}); err == nil {
 		validating.ResourceVersion = old.ResourceVersion
+		if caBundle == nil && len(old.Webhooks) > 0 {
+			validating.Webhooks[0].ClientConfig.CABundle = old.Webhooks[0].ClientConfig.CABundle
+		}
 		_, err = validatingAPI.Update(ctx, validating, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("re-pointing validating pod webhook: %w", err)

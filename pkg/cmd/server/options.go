@@ -46,6 +46,8 @@ type Options struct {
 	Controller *ControllerOptions
 	// Webhook configures the pod webhook's own listener.
 	Webhook *WebhookOptions
+	// Certs configures the management of Muster's own certificates.
+	Certs *CertOptions
 	// Logs configures logging as in Kubernetes' own components
 	// (--logging-format, -v, --vmodule); applying it also turns on
 	// contextual logging where its feature gate is on, so that log lines
@@ -67,6 +69,7 @@ func NewOptions() *Options {
 		DataDir:    "muster-data",
 		Controller: NewControllerOptions(),
 		Webhook:    NewWebhookOptions(),
+		Certs:      NewCertOptions(),
 		Logs:       logsapi.NewLoggingConfiguration(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -87,6 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Where --standalone writes its kubeconfig. Defaults to <data-dir>/kubeconfig.")
 	o.Controller.AddFlags(fs)
 	o.Webhook.AddFlags(fs)
+	o.Certs.AddFlags(fs)
 	logsapi.AddFlags(o.Logs, fs)
 }
 
@@ -99,6 +103,7 @@ func (o *Options) Complete(flagSet *pflag.FlagSet) error {
 	if o.Standalone {
 		o.completeStandalone()
 	}
+	o.Certs.complete(o.Standalone, o.certFileGiven())
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		url, err := pickEmbeddedEtcdURL()
 		if err != nil {
@@ -114,6 +119,7 @@ func (o *Options) Complete(flagSet *pflag.FlagSet) error {
 func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
 	errs = append(errs, o.Webhook.Validate()...)
+	errs = append(errs, o.Certs.Validate(o.Standalone, o.certFileGiven())...)
 	if o.Standalone {
 		errs = append(errs, o.validateStandalone()...)
 	} else {
@@ -125,12 +131,22 @@ func (o *Options) Validate() error {
 	return utilerrors.NewAggregate(errs)
 }
 
+// certFileGiven reports whether a serving certificate file was given.
+func (o *Options) certFileGiven() bool {
+	key := o.RecommendedOptions.SecureServing.ServerCert.CertKey
+	return key.CertFile != "" || key.KeyFile != ""
+}
+
 // Config builds the server configuration from completed, valid options.
 func (o *Options) Config() (*apiserver.Config, error) {
 	if o.Standalone && o.RecommendedOptions.SecureServing.ServerCert.CertKey.CertFile == "" {
 		o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
 	}
-	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
+	if o.Certs.internal() {
+		// Served from the Secret, and reloaded as it rotates; the manager
+		// fills it once the client configuration exists, before serving.
+		o.RecommendedOptions.SecureServing.ServerCert.GeneratedCert = o.Certs.content
+	} else if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
 		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
@@ -164,6 +180,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	if o.Standalone {
 		if err := o.applyStandalone(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if o.Certs.internal() {
+		if err := o.Certs.newManager(cfg.ClientConfig, o.Webhook.enabled()); err != nil {
 			return nil, err
 		}
 	}

@@ -60,6 +60,13 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Certs.internal() {
+		// Before serving: a replica must never present no certificate, or
+		// one that kube-apiserver does not trust yet.
+		if err := o.Certs.start(ctx); err != nil {
+			return err
+		}
+	}
 	server, err := cfg.Complete().New()
 	if err != nil {
 		return err
