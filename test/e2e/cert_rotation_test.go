@@ -23,7 +23,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/certs"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -174,12 +174,12 @@ func checkPublished(t *testing.T, ctx context.Context, c *cluster.Cluster, kc ku
 			last = "APIService caBundle differs from the Secret's bundle"
 			return false, nil
 		}
-		m, err := kc.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, pods.ConfigurationName, metav1.GetOptions{})
+		m, err := kc.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, manifests.ConfigurationName, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		v, err := kc.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, pods.ConfigurationName, metav1.GetOptions{})
+		v, err := kc.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, manifests.ConfigurationName, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil

@@ -15,7 +15,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/certs"
-	"github.com/muster-dev/muster/pkg/webhook/pods"
+	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // Values of --cert-management.
@@ -69,7 +69,7 @@ func NewCertOptions() *CertOptions {
 		Lifetime:              90 * 24 * time.Hour,
 		CALifetime:            3 * 365 * 24 * time.Hour,
 		APIService:            "v1alpha1.scheduling.muster.dev",
-		WebhookConfigurations: pods.ConfigurationName,
+		WebhookConfigurations: manifests.ConfigurationName,
 		StartTimeout:          time.Minute,
 		content:               &certs.ServingContent{},
 	}
