@@ -23,7 +23,7 @@ import (
 // keep finishing, new UIDs are recorded at most once per StatusBatchPeriod
 // (deferFor says when next), unless a full batch is ready or the group has
 // nothing active left, so that the end of a gang is never delayed.
-func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) (moreToRecord bool, deferFor time.Duration) {
+func (c *Controller) recordFinished(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) (moreToRecord bool, deferFor time.Duration) {
 	u := pg.Status.UncountedTerminatedPods
 	if u == nil {
 		u = &v1alpha1.UncountedTerminatedPods{}
@@ -158,7 +158,7 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 // first change that had to wait. So the pods of a gang that arrive, start
 // or finish together cost one write, not one per pod, and a decision
 // written meanwhile carries every waiting change along for free.
-func (c *Controller) flushWait(key string, now time.Time) time.Duration {
+func (c *Controller) flushWait(key scheduling.GroupKey, now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	since, ok := c.batchStart[key]
@@ -171,7 +171,7 @@ func (c *Controller) flushWait(key string, now time.Time) time.Duration {
 
 // markFlushed ends the group's batch: the status just written carries
 // every change that waited.
-func (c *Controller) markFlushed(key string) {
+func (c *Controller) markFlushed(key scheduling.GroupKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.batchStart, key)

@@ -63,7 +63,7 @@ func (c *Controller) removeGroupFinalizer(ctx context.Context, pg *v1alpha1.PodG
 // of a group in a namespace Muster does not manage (the selector changed
 // after they were created, or the webhook's selector differs from the
 // controller's). Muster keeps no counts there, so nothing is counted.
-func (c *Controller) releaseUnmanaged(ctx context.Context, key string, pods []*corev1.Pod) error {
+func (c *Controller) releaseUnmanaged(ctx context.Context, key scheduling.GroupKey, pods []*corev1.Pod) error {
 	var release []*corev1.Pod
 	for _, p := range pods {
 		if holdsFinalizerToRelease(p) && !c.expectations.pending(key, p.UID) {

@@ -56,7 +56,7 @@ type Controller struct {
 	nsSelector  labels.Selector
 	synced      []cache.InformerSynced
 
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    workqueue.TypedRateLimitingInterface[scheduling.GroupKey]
 	recorder record.EventRecorder
 	// expectations holds pods whose tracking finalizer was removed, and
 	// ungated pods whose admission gate was removed, until a sync sees it.
@@ -78,10 +78,10 @@ type Controller struct {
 	mu sync.Mutex
 	// lastPodSeen is when the newest pod of a group was first seen, for the
 	// gate-removal latency metric.
-	lastPodSeen map[string]time.Time
+	lastPodSeen map[scheduling.GroupKey]time.Time
 	// batchStart is when the first change of a group's status that waits
 	// for the batch period appeared; a status write ends the batch.
-	batchStart map[string]time.Time
+	batchStart map[scheduling.GroupKey]time.Time
 	// written holds what the last status writes returned, until the
 	// informer shows them.
 	written *writtenGroups
@@ -150,7 +150,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		stsLister:    inf.StatefulSets.Lister(),
 		nsSelector:   sel,
 		synced:       []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
-		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
+		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "podgroup"}),
 		recorder:     recorder,
 		expectations: newRemovalExpectations(scheduling.HasTrackingFinalizer),
 		ungated:      newRemovalExpectations(scheduling.HasGate),
@@ -158,8 +158,8 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		counted:      newCountedPods(),
 		rejections:   newRejections(),
 		clock:        clock.RealClock{},
-		lastPodSeen:  map[string]time.Time{},
-		batchStart:   map[string]time.Time{},
+		lastPodSeen:  map[scheduling.GroupKey]time.Time{},
+		batchStart:   map[scheduling.GroupKey]time.Time{},
 		written:      newWrittenGroups(),
 		warned:       map[types.UID]sets.Set[string]{},
 		requester:    inf.Requester,
@@ -286,8 +286,8 @@ func isStaleRead(err error) bool {
 }
 
 // podsOf returns the pods labelled for a group, from the index.
-func (c *Controller) podsOf(namespace, name string) ([]*corev1.Pod, error) {
-	objs, err := c.podIndexer.ByIndex(GroupIndex, groupKey(namespace, name))
+func (c *Controller) podsOf(key scheduling.GroupKey) ([]*corev1.Pod, error) {
+	objs, err := c.podIndexer.ByIndex(GroupIndex, key.String())
 	if err != nil {
 		return nil, fmt.Errorf("reading pod index: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // removalExpectations remember, per group, pods from which the controller
@@ -25,15 +27,15 @@ type removalExpectations struct {
 	shows func(*corev1.Pod) bool
 
 	mu      sync.Mutex
-	byGroup map[string]map[types.UID]struct{}
+	byGroup map[scheduling.GroupKey]map[types.UID]struct{}
 }
 
 func newRemovalExpectations(shows func(*corev1.Pod) bool) *removalExpectations {
-	return &removalExpectations{shows: shows, byGroup: map[string]map[types.UID]struct{}{}}
+	return &removalExpectations{shows: shows, byGroup: map[scheduling.GroupKey]map[types.UID]struct{}{}}
 }
 
 // expect records that the removal from these pods of group key is done in the API.
-func (e *removalExpectations) expect(key string, uids ...types.UID) {
+func (e *removalExpectations) expect(key scheduling.GroupKey, uids ...types.UID) {
 	if len(uids) == 0 {
 		return
 	}
@@ -51,7 +53,7 @@ func (e *removalExpectations) expect(key string, uids ...types.UID) {
 
 // pending reports whether the removal from a pod of group key is not yet
 // seen by the last settled snapshot.
-func (e *removalExpectations) pending(key string, uid types.UID) bool {
+func (e *removalExpectations) pending(key scheduling.GroupKey, uid types.UID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	_, ok := e.byGroup[key][uid]
@@ -61,7 +63,7 @@ func (e *removalExpectations) pending(key string, uid types.UID) bool {
 // settle is step 1: it drops the expectations that a sync's snapshot of the
 // group's pods has caught up with: pods that no longer show what was
 // removed, or are gone.
-func (e *removalExpectations) settle(key string, pods []*corev1.Pod) {
+func (e *removalExpectations) settle(key scheduling.GroupKey, pods []*corev1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set := e.byGroup[key]

@@ -79,7 +79,7 @@ func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
 	if old, ok := oldObj.(*corev1.Namespace); ok && maps.Equal(old.Labels, ns.Labels) {
 		return
 	}
-	keys := sets.New[string]()
+	keys := sets.New[scheduling.GroupKey]()
 	if groups, err := c.pgLister.PodGroups(ns.Name).List(labels.Everything()); err == nil {
 		for _, pg := range groups {
 			keys.Insert(groupKey(pg.Namespace, pg.Name))
@@ -100,23 +100,18 @@ func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
 
 func (c *Controller) addPodGroup(obj interface{}) {
 	if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-		c.admitter.observeGroup(groupKey(pg.Namespace, pg.Name), pg)
-	}
-	c.enqueueObject(obj)
-}
-
-func (c *Controller) enqueueObject(obj interface{}) {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err == nil {
+		key := groupKey(pg.Namespace, pg.Name)
+		c.admitter.observeGroup(key, pg)
 		c.queue.Add(key)
 	}
 }
 
 func (c *Controller) deletePodGroup(obj interface{}) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	name, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		return
 	}
+	key := groupKey(name.Namespace, name.Name)
 	metrics.forgetGroup(key)
 	c.admitter.observeGroup(key, nil)
 	c.mu.Lock()

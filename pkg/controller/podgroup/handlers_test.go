@@ -19,7 +19,7 @@ func (h *harness) queued() []string {
 		k, _ := h.c.queue.Get()
 		h.c.queue.Done(k)
 		h.c.queue.Forget(k)
-		keys = append(keys, k)
+		keys = append(keys, k.String())
 	}
 	slices.Sort(keys)
 	return keys
@@ -51,7 +51,7 @@ func TestHandlers(t *testing.T) {
 	}{{
 		name:  "a new pod of a group queues its group and notes when it was seen",
 		event: func(c *Controller) { c.addPod(newPod("p-0")) },
-		want:  []string{testKey},
+		want:  []string{testKey.String()},
 		check: func(t *testing.T, h *harness) {
 			if seen, ok := h.c.lastPodSeen[testKey]; !ok || !seen.Equal(t0) {
 				t.Errorf("lastPodSeen = %v, %v; want %s", seen, ok, t0)
@@ -76,19 +76,19 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) {
 			c.updatePod(newPod("p-0", withRV("5")), newPod("p-0", withRV("6", running)))
 		},
-		want: []string{testKey},
+		want: []string{testKey.String()},
 	}, {
 		name: "an update that shows the finalizer gone settles the expected removal",
 		event: func(c *Controller) {
 			c.updatePod(newPod("p-0", withRV("5", succeeded)), newPod("p-0", withRV("6", succeeded, noFinalizer)))
 		},
-		want: []string{testKey},
+		want: []string{testKey.String()},
 	}, {
 		name: "an update that still shows the finalizer settles nothing",
 		event: func(c *Controller) {
 			c.updatePod(newPod("p-0", withRV("5", running)), newPod("p-0", withRV("6", succeeded)))
 		},
-		want: []string{testKey},
+		want: []string{testKey.String()},
 	}, {
 		name: "an update in an excluded namespace settles the expected removal but queues nothing",
 		event: func(c *Controller) {
@@ -99,17 +99,17 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) {
 			c.updatePod(newPod("p-0", withRV("5", inGroup("old"))), newPod("p-0", withRV("6")))
 		},
-		want: []string{testNS + "/old", testKey},
+		want: []string{testNS + "/old", testKey.String()},
 	}, {
 		name: "a pod that loses its label queues the group it left",
 		event: func(c *Controller) {
 			c.updatePod(newPod("p-0", withRV("5")), newPod("p-0", withRV("6", unlabelled)))
 		},
-		want: []string{testKey},
+		want: []string{testKey.String()},
 	}, {
 		name:  "a deleted pod queues its group, settles its expectation and forgets its one-off events",
 		event: func(c *Controller) { c.deletePod(newPod("p-0")) },
-		want:  []string{testKey},
+		want:  []string{testKey.String()},
 		check: func(t *testing.T, h *harness) {
 			for _, r := range oneOffReasons {
 				if h.c.hasWarned("uid-p-0", r) {
@@ -125,7 +125,7 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) {
 			c.deletePod(cache.DeletedFinalStateUnknown{Key: testNS + "/p-0", Obj: newPod("p-0")})
 		},
-		want: []string{testKey},
+		want: []string{testKey.String()},
 	}, {
 		name:  "a tombstone of something else is ignored",
 		event: func(c *Controller) { c.deletePod(cache.DeletedFinalStateUnknown{Key: "x", Obj: &corev1.Namespace{}}) },
@@ -134,12 +134,12 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) { c.deletePod(&corev1.Namespace{}) },
 	}, {
 		name:  "a PodGroup event queues the group",
-		event: func(c *Controller) { c.enqueueObject(newGroup(2)) },
-		want:  []string{testKey},
+		event: func(c *Controller) { c.addPodGroup(newGroup(2)) },
+		want:  []string{testKey.String()},
 	}, {
 		name:  "a deleted PodGroup queues its key for its orphans and forgets its batch clock and its last pod",
 		event: func(c *Controller) { c.deletePodGroup(newGroup(2)) },
-		want:  []string{testKey},
+		want:  []string{testKey.String()},
 		check: func(t *testing.T, h *harness) {
 			if _, ok := h.c.batchStart[testKey]; ok {
 				t.Errorf("batchStart still remembered for a deleted group")
@@ -151,9 +151,11 @@ func TestHandlers(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "a deleted PodGroup may arrive as a tombstone",
-		event: func(c *Controller) { c.deletePodGroup(cache.DeletedFinalStateUnknown{Key: testKey, Obj: newGroup(2)}) },
-		want:  []string{testKey},
+		name: "a deleted PodGroup may arrive as a tombstone",
+		event: func(c *Controller) {
+			c.deletePodGroup(cache.DeletedFinalStateUnknown{Key: testKey.String(), Obj: newGroup(2)})
+		},
+		want: []string{testKey.String()},
 	}, {
 		name:  "a PodGroup delete event of something that has no key is ignored",
 		event: func(c *Controller) { c.deletePodGroup(42) },

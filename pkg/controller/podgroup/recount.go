@@ -38,7 +38,7 @@ func newCountedPods() *removalExpectations {
 // Its UID is kept out of step 5, and step 10 takes the finalizer off again
 // without counting it, so that nothing is left stuck. A UID already in
 // uncountedTerminatedPods is recorded, not counted yet, and is left alone.
-func (c *Controller) refuseRecounts(key string, pg *v1alpha1.PodGroup, v *podView) {
+func (c *Controller) refuseRecounts(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView) {
 	recorded := map[types.UID]bool{}
 	if u := pg.Status.UncountedTerminatedPods; u != nil {
 		for _, uid := range slices.Concat(u.Succeeded, u.Failed) {

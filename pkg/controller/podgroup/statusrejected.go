@@ -63,14 +63,14 @@ type rejection struct {
 // when a later write admits it, so it holds at most one entry per group.
 type rejections struct {
 	mu sync.Mutex
-	m  map[string]rejection
+	m  map[scheduling.GroupKey]rejection
 }
 
-func newRejections() *rejections { return &rejections{m: map[string]rejection{}} }
+func newRejections() *rejections { return &rejections{m: map[scheduling.GroupKey]rejection{}} }
 
 // add records a refusal at now and returns the backoff it starts: doubled
 // from the last one while the spec is unchanged.
-func (r *rejections) add(key string, generation int64, msg string, now time.Time) time.Duration {
+func (r *rejections) add(key scheduling.GroupKey, generation int64, msg string, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	backoff := statusRejectedBackoff
@@ -83,7 +83,7 @@ func (r *rejections) add(key string, generation int64, msg string, now time.Time
 
 // holding reports how long admission still waits for the group at
 // generation, 0 if it may decide now. A new generation ends the wait.
-func (r *rejections) holding(key string, generation int64, now time.Time) time.Duration {
+func (r *rejections) holding(key scheduling.GroupKey, generation int64, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, ok := r.m[key]
@@ -98,7 +98,7 @@ func (r *rejections) holding(key string, generation int64, now time.Time) time.D
 }
 
 // forget drops the group's entry.
-func (r *rejections) forget(key string) {
+func (r *rejections) forget(key scheduling.GroupKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, key)
@@ -129,7 +129,7 @@ func rejectedMessage(err error) string {
 // admitted gets Admitted=False/StatusRejected naming the refused field; an
 // admitted one keeps its condition, since admission cannot be undone, and
 // only the Warning event says it. It returns when to look again.
-func (c *Controller) giveUpStatus(ctx context.Context, key string, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
+func (c *Controller) giveUpStatus(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
 	c.admitter.drop(key)
 	what := rejectedMessage(writeErr)
 	backoff := c.rejections.add(key, pg.Generation, what, now)

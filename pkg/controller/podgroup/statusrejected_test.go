@@ -95,12 +95,12 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 
 			// The capacity it assumed is free: another gang takes it.
 			otherKey := testNS + "/other"
-			if _, err := h.c.sync(t.Context(), otherKey); err != nil {
+			if _, err := h.c.sync(t.Context(), gk(otherKey)); err != nil {
 				t.Fatal(err)
 			}
 			h.admission().admitCycle()
 			h.observe()
-			if _, err := h.c.sync(t.Context(), otherKey); err != nil {
+			if _, err := h.c.sync(t.Context(), gk(otherKey)); err != nil {
 				t.Fatal(err)
 			}
 			h.observe()
@@ -128,7 +128,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 }
 
 // waitingFor reports whether the group is a candidate of the next cycle.
-func waitingFor(h *harness, key string) bool {
+func waitingFor(h *harness, key scheduling.GroupKey) bool {
 	return slices.ContainsFunc(h.admission().queue.snapshot(), func(c capacity.Candidate) bool { return c.Key == key })
 }
 

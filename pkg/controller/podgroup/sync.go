@@ -11,7 +11,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -24,15 +23,12 @@ import (
 // before the pod writes that act on it, so a crash between the two is
 // repaired by the next sync and never admits twice or counts twice.
 // It returns when to look at the group again, if a timer matters.
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil // a malformed key can never succeed.
-	}
+func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Duration, error) {
+	namespace, name := key.Namespace, key.Name
 	logger := klog.FromContext(ctx).WithValues("podgroup", key)
 	ctx = klog.NewContext(ctx, logger)
 
-	pods, err := c.podsOf(namespace, name)
+	pods, err := c.podsOf(key)
 	if err != nil {
 		return 0, err
 	}
@@ -185,7 +181,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // that a gang whose pods change state together costs a few writes, not one
 // per pod event. wrote says whether it wrote: only then do the side effects
 // of the decisions in next (podView.onceWritten) happen.
-func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1alpha1.PodGroup, now time.Time) (stored *v1alpha1.PodGroup, flushAfter time.Duration, wrote bool, err error) {
+func (c *Controller) writeStatus(ctx context.Context, key scheduling.GroupKey, pg, next *v1alpha1.PodGroup, now time.Time) (stored *v1alpha1.PodGroup, flushAfter time.Duration, wrote bool, err error) {
 	if equalStatus(pg, next) {
 		return pg, 0, false, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // writtenGroups remembers, per group, the PodGroup that the controller's
@@ -16,7 +18,7 @@ import (
 // request and a retry per gang otherwise.
 type writtenGroups struct {
 	mu sync.Mutex
-	m  map[string]writtenGroup
+	m  map[scheduling.GroupKey]writtenGroup
 }
 
 type writtenGroup struct {
@@ -25,13 +27,13 @@ type writtenGroup struct {
 }
 
 func newWrittenGroups() *writtenGroups {
-	return &writtenGroups{m: map[string]writtenGroup{}}
+	return &writtenGroups{m: map[scheduling.GroupKey]writtenGroup{}}
 }
 
 // fresh returns the newer of the cached group and the one last written for
 // it. The entry is dropped once the cache has caught up, or once someone
 // else wrote the group, since then the cache is the newer.
-func (w *writtenGroups) fresh(key string, cached *v1alpha1.PodGroup) *v1alpha1.PodGroup {
+func (w *writtenGroups) fresh(key scheduling.GroupKey, cached *v1alpha1.PodGroup) *v1alpha1.PodGroup {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.m[key]
@@ -46,7 +48,7 @@ func (w *writtenGroups) fresh(key string, cached *v1alpha1.PodGroup) *v1alpha1.P
 }
 
 // wrote records that a status write replaced from with obj.
-func (w *writtenGroups) wrote(key string, from *v1alpha1.PodGroup, obj *v1alpha1.PodGroup) {
+func (w *writtenGroups) wrote(key scheduling.GroupKey, from *v1alpha1.PodGroup, obj *v1alpha1.PodGroup) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.m[key]
@@ -59,7 +61,7 @@ func (w *writtenGroups) wrote(key string, from *v1alpha1.PodGroup, obj *v1alpha1
 }
 
 // forget drops a deleted group's entry.
-func (w *writtenGroups) forget(key string) {
+func (w *writtenGroups) forget(key scheduling.GroupKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.m, key)
