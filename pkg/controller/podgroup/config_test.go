@@ -143,7 +143,6 @@ func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
 }
 
 func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
-	shown := scheduling.HasTrackingFinalizer
 	tests := []struct {
 		name    string
 		pods    []*corev1.Pod
@@ -155,14 +154,14 @@ func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newRemovalExpectations(shown)
-			e.expect(testKey, "uid-a")
-			e.expect(gk("other/group"), "uid-a")
-			e.settle(testKey, tc.pods)
-			if got := e.pending(testKey, "uid-a"); got != tc.pending {
+			e := newGroupMemories()
+			e.expect(testKey, finalizersRemoved, "uid-a")
+			e.expect(gk("other/group"), finalizersRemoved, "uid-a")
+			e.load(testKey, tc.pods)
+			if got := e.expecting(testKey, finalizersRemoved, "uid-a"); got != tc.pending {
 				t.Errorf("pending = %v, want %v", got, tc.pending)
 			}
-			if !e.pending(gk("other/group"), "uid-a") {
+			if !e.expecting(gk("other/group"), finalizersRemoved, "uid-a") {
 				t.Errorf("settling one group touched another")
 			}
 		})

@@ -19,9 +19,7 @@ func (c *Controller) addPod(obj interface{}) {
 	if !ok || !(c.managedNamespace(p.Namespace) || holdsFinalizerToRelease(p)) {
 		return
 	}
-	c.mu.Lock()
-	c.lastPodSeen[key] = c.clock.Now()
-	c.mu.Unlock()
+	c.memory.sawPod(key, c.clock.Now())
 	c.queue.Add(key)
 }
 
@@ -114,10 +112,6 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 	key := groupKey(name.Namespace, name.Name)
 	metrics.forgetGroup(key)
 	c.admitter.observeGroup(key, nil)
-	c.mu.Lock()
-	delete(c.batchStart, key)
-	c.written.forget(key)
-	delete(c.lastPodSeen, key)
-	c.mu.Unlock()
+	c.memory.forget(key)
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.
 }

@@ -53,7 +53,7 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) { c.addPod(newPod("p-0")) },
 		want:  []string{testKey.String()},
 		check: func(t *testing.T, h *harness) {
-			if seen, ok := h.c.lastPodSeen[testKey]; !ok || !seen.Equal(t0) {
+			if seen, ok := h.c.memory.lastPodSeenOf(testKey); !ok || !seen.Equal(t0) {
 				t.Errorf("lastPodSeen = %v, %v; want %s", seen, ok, t0)
 			}
 		},
@@ -141,12 +141,12 @@ func TestHandlers(t *testing.T) {
 		event: func(c *Controller) { c.deletePodGroup(newGroup(2)) },
 		want:  []string{testKey.String()},
 		check: func(t *testing.T, h *harness) {
-			if _, ok := h.c.batchStart[testKey]; ok {
+			if _, ok := h.c.memory.batchStartOf(testKey); ok {
 				t.Errorf("batchStart still remembered for a deleted group")
 			}
 			// Else a group re-created with the same name, maybe days later,
 			// would report that long a gate-removal latency.
-			if _, ok := h.c.lastPodSeen[testKey]; ok {
+			if _, ok := h.c.memory.lastPodSeenOf(testKey); ok {
 				t.Errorf("lastPodSeen still remembered for a deleted group")
 			}
 		},
@@ -163,19 +163,19 @@ func TestHandlers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil, kubeSystem)
-			h.c.expectations.expect(testKey, "uid-p-0")
+			h.c.memory.expect(testKey, finalizersRemoved, "uid-p-0")
 			for _, r := range oneOffReasons {
 				h.c.warnOnce("uid-p-0", r, func() {})
 			}
 			h.c.warnOnce("uid-p-1", scheduling.EventWaitingForPodGroup, func() {})
 			h.c.flushWait(testKey, t0.Add(-time.Second))
-			h.c.lastPodSeen[testKey] = t0.Add(-time.Second)
+			h.c.memory.sawPod(testKey, t0.Add(-time.Second))
 			tc.event(h.c)
 			if got := h.queued(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
 			}
 			// Only a sync's own snapshot settles an expectation, never an event.
-			if !h.c.expectations.pending(testKey, "uid-p-0") {
+			if !h.c.memory.expecting(testKey, finalizersRemoved, "uid-p-0") {
 				t.Errorf("event %q dropped the expectation for p-0", tc.name)
 			}
 			if tc.check != nil {

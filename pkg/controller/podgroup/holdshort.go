@@ -73,7 +73,7 @@ func (c *Controller) gangHas(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *
 	}
 	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg) + c.admitter.unreservedLater(pg, v)
 	for _, p := range activeGated(v) {
-		if !goingNow.Has(p.UID) && !c.ungated.pending(key, p.UID) {
+		if !goingNow.Has(p.UID) && !c.memory.expecting(key, gatesRemoved, p.UID) {
 			have--
 		}
 	}
@@ -132,7 +132,7 @@ func (c *Controller) finishedSoFar(key scheduling.GroupKey, pg *v1alpha1.PodGrou
 	recorded := sets.New(uncounted...)
 	n += int32(len(uncounted))
 	for uid, r := range v.finished {
-		if r == result && !recorded.Has(uid) && !c.expectations.pending(key, uid) {
+		if r == result && !recorded.Has(uid) && !c.memory.expecting(key, finalizersRemoved, uid) {
 			n++
 		}
 	}

@@ -32,25 +32,18 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	if len(pods) == 0 {
-		// lastPodSeen keeps an entry only for a group that has pods, so that
-		// pods of groups that never come cannot grow it without bound.
-		c.mu.Lock()
-		delete(c.lastPodSeen, key)
-		c.mu.Unlock()
-	}
-	// Step 1, settle: what this snapshot already shows needs no more guarding.
-	c.expectations.settle(key, pods)
-	c.ungated.settle(key, pods)
-	c.adopted.settle(key, pods)
-	c.counted.settle(key, pods)
+	// Step 1, settle: load the group's memory; what this snapshot already
+	// shows needs no more guarding. Whatever the sync leaves it, it is
+	// saved once, at the end.
+	c.memory.load(key, pods)
+	defer c.memory.save(key)
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if err == nil {
-		pg = c.written.fresh(key, pg)
+		pg = c.memory.fresh(key, pg)
 	}
 	if apierrors.IsNotFound(err) {
-		c.rejections.forget(key)
+		c.memory.forgetRejection(key)
 		if !c.managedNamespace(namespace) {
 			return 0, c.releaseUnmanaged(ctx, key, pods)
 		}
@@ -116,7 +109,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 		return retryAfter, errors.Join(err, removeErr)
 	}
 	if wrote && isAdmitted(stored) && !isAdmitted(pg) {
-		c.rejections.forget(key)
+		c.memory.forgetRejection(key)
 	}
 	// Step 13 builds on what steps 4 to 8 decided, written or not: a
 	// refresh deferred here (a message that changed within the batch
@@ -199,7 +192,7 @@ func (c *Controller) writeStatus(ctx context.Context, key scheduling.GroupKey, p
 		return nil, 0, false, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	c.markFlushed(key)
-	c.written.wrote(key, pg, updated)
+	c.memory.wrote(key, pg, updated)
 	return updated, 0, true, nil
 }
 
