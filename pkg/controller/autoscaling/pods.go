@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -40,7 +39,7 @@ type podRequester struct {
 	// made are the pods this requester created, by group key, until it
 	// deletes them: Withdraw deletes them too, though the informer may not
 	// show them yet.
-	made map[string]map[string]*corev1.Pod
+	made map[scheduling.GroupKey]map[string]*corev1.Pod
 }
 
 // NewPods returns the Requester of capacity-request pods; concurrency bounds
@@ -59,23 +58,23 @@ func NewPods(kube kubernetes.Interface, concurrency int) Requester {
 		// Only what a PodGroup controls: a pod someone else labelled is
 		// none of Muster's business, and is never deleted.
 		if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" && ownerUID(m) != "" {
-			return []string{m.GetNamespace() + "/" + g}, nil
+			return []string{scheduling.NewGroupKey(m.GetNamespace(), g).String()}, nil
 		}
 		return nil, nil
 	}})
-	return &podRequester{kube: kube, concurrency: max(concurrency, 1), informer: inf, factory: factory, made: map[string]map[string]*corev1.Pod{}}
+	return &podRequester{kube: kube, concurrency: max(concurrency, 1), informer: inf, factory: factory, made: map[scheduling.GroupKey]map[string]*corev1.Pod{}}
 }
 
 func (r *podRequester) Kind() string { return KindPods }
 
-func (r *podRequester) Start(ctx context.Context, changed func(key string)) func() bool {
+func (r *podRequester) Start(ctx context.Context, changed func(key scheduling.GroupKey)) func() bool {
 	notify := func(obj interface{}) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
 		if m, err := metaOf(obj); err == nil {
 			if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" {
-				changed(m.GetNamespace() + "/" + g)
+				changed(scheduling.NewGroupKey(m.GetNamespace(), g))
 			}
 		}
 	}
@@ -142,7 +141,7 @@ func (r *podRequester) Request(ctx context.Context, d Demand) error {
 }
 
 // remember records a pod this requester made, until it is deleted.
-func (r *podRequester) remember(key string, p *corev1.Pod) {
+func (r *podRequester) remember(key scheduling.GroupKey, p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.made[key]
@@ -154,7 +153,7 @@ func (r *podRequester) remember(key string, p *corev1.Pod) {
 }
 
 // forgetMade drops a pod from made once it is deleted.
-func (r *podRequester) forgetMade(key string, p *corev1.Pod) {
+func (r *podRequester) forgetMade(key scheduling.GroupKey, p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m := r.made[key]; m != nil {
@@ -178,7 +177,7 @@ func requestPod(d Demand, template corev1.PodTemplateSpec, name string) *corev1.
 	return p
 }
 
-func (r *podRequester) Withdraw(ctx context.Context, key string) error {
+func (r *podRequester) Withdraw(ctx context.Context, key scheduling.GroupKey) error {
 	pods := r.pods(key)
 	r.mu.Lock()
 	for name, p := range r.made[key] {
@@ -193,7 +192,7 @@ func (r *podRequester) Withdraw(ctx context.Context, key string) error {
 // deleteAll deletes pods of group key at once (a grace period of 0: a pause container
 // has nothing to stop, and the room is free the moment the call returns),
 // each with a UID precondition.
-func (r *podRequester) deleteAll(ctx context.Context, key string, pods []*corev1.Pod) []error {
+func (r *podRequester) deleteAll(ctx context.Context, key scheduling.GroupKey, pods []*corev1.Pod) []error {
 	return r.parallel(ctx, len(pods), func(ctx context.Context, i int) error {
 		p := pods[i]
 		err := r.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
@@ -224,13 +223,12 @@ func (r *podRequester) parallel(ctx context.Context, n int, call func(context.Co
 	return errs
 }
 
-func (r *podRequester) State(key string) (State, bool) {
+func (r *podRequester) State(key scheduling.GroupKey) (State, bool) {
 	pods := r.pods(key)
 	if len(pods) == 0 {
 		return State{}, false
 	}
-	_, group, _ := cache.SplitMetaNamespaceKey(key)
-	st := State{Kind: KindPods, Name: "pods labelled " + scheduling.CapacityRequestLabel + "=" + group}
+	st := State{Kind: KindPods, Name: "pods labelled " + scheduling.CapacityRequestLabel + "=" + key.Name}
 	newest := time.Time{}
 	for _, p := range pods {
 		if scheduling.IsEnding(p) {
@@ -256,15 +254,13 @@ func (r *podRequester) State(key string) (State, bool) {
 	return st, true
 }
 
-func (r *podRequester) Keys() []string {
-	keys := r.informer.GetIndexer().ListIndexFuncValues(groupIndex)
-	sort.Strings(keys)
-	return keys
+func (r *podRequester) Keys() []scheduling.GroupKey {
+	return indexedKeys(r.informer.GetIndexer())
 }
 
 // pods are the capacity-request pods of group key, from the informer.
-func (r *podRequester) pods(key string) []*corev1.Pod {
-	objs, err := r.informer.GetIndexer().ByIndex(groupIndex, key)
+func (r *podRequester) pods(key scheduling.GroupKey) []*corev1.Pod {
+	objs, err := r.informer.GetIndexer().ByIndex(groupIndex, key.String())
 	if err != nil {
 		return nil
 	}

@@ -30,7 +30,7 @@ func TestPodRequester(t *testing.T) {
 	defer cancel()
 	kube := fake.NewClientset()
 	r := NewPods(kube, 4)
-	synced := r.Start(ctx, func(string) {})
+	synced := r.Start(ctx, func(scheduling.GroupKey) {})
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return synced(), nil }); err != nil {
 		t.Fatal("informer never synced")
 	}
@@ -46,7 +46,7 @@ func TestPodRequester(t *testing.T) {
 		var st State
 		var has bool
 		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			st, has = r.State("ns/g")
+			st, has = r.State(scheduling.NewGroupKey("ns", "g"))
 			return ok(st, has), nil
 		}); err != nil {
 			t.Fatalf("%s: state %+v, exists %v", what, st, has)
@@ -106,14 +106,14 @@ func TestPodRequester(t *testing.T) {
 	}
 	waitState("replaced", func(st State, ok bool) bool { return ok && st.Hash == d2.Hash && st.Requested == 2 })
 
-	if err := r.Withdraw(ctx, "ns/g"); err != nil {
+	if err := r.Withdraw(ctx, scheduling.NewGroupKey("ns", "g")); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(list()); n != 0 {
 		t.Fatalf("after Withdraw: %d pods", n)
 	}
 	waitState("withdrawn", func(_ State, ok bool) bool { return !ok })
-	if err := r.Withdraw(ctx, "ns/g"); err != nil {
+	if err := r.Withdraw(ctx, scheduling.NewGroupKey("ns", "g")); err != nil {
 		t.Errorf("withdrawing nothing: %v", err)
 	}
 
@@ -127,7 +127,7 @@ func TestPodRequester(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState("made again beside it", func(st State, ok bool) bool { return ok && st.Requested == 3 })
-	if err := r.Withdraw(ctx, "ns/g"); err != nil {
+	if err := r.Withdraw(ctx, scheduling.NewGroupKey("ns", "g")); err != nil {
 		t.Fatal(err)
 	}
 	if got := list(); len(got) != 1 || got[0].Name != "theirs" {
@@ -145,7 +145,7 @@ func TestPodRequesterWithdrawsWhatItMade(t *testing.T) {
 	if err := r.Request(ctx, demandOf(3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Withdraw(ctx, "ns/g"); err != nil {
+	if err := r.Withdraw(ctx, scheduling.NewGroupKey("ns", "g")); err != nil {
 		t.Fatal(err)
 	}
 	l, err := kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})

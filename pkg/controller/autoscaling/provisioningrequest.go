@@ -82,12 +82,10 @@ func (r *provisioningRequester) Kind() string { return KindProvisioningRequest }
 // Start runs both informers; only a request's changes are news to the
 // controller, since its templates never change and State does not read
 // them.
-func (r *provisioningRequester) Start(ctx context.Context, changed func(key string)) func() bool {
+func (r *provisioningRequester) Start(ctx context.Context, changed func(key scheduling.GroupKey)) func() bool {
 	notify := func(obj interface{}) {
-		if keys, err := groupKeys(obj); err == nil {
-			for _, k := range keys {
-				changed(k)
-			}
+		if key, ok := requestGroup(obj); ok {
+			changed(key)
 		}
 	}
 	reg, _ := r.requests.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -226,7 +224,7 @@ func provisioningRequest(d Demand, name string) *unstructured.Unstructured {
 }
 
 // Withdraw deletes the group's requests, then their templates.
-func (r *provisioningRequester) Withdraw(ctx context.Context, key string) error {
+func (r *provisioningRequester) Withdraw(ctx context.Context, key scheduling.GroupKey) error {
 	return errors.Join(
 		r.deleteRequests(ctx, r.requestsOf(key)),
 		r.deleteTemplates(ctx, r.templatesOf(key)))
@@ -264,7 +262,7 @@ func deleteOptions(uid types.UID) metav1.DeleteOptions {
 
 // State reads the group's newest request that is not being deleted: while
 // a request is replaced, the new one says what is asked for.
-func (r *provisioningRequester) State(key string) (State, bool) {
+func (r *provisioningRequester) State(key scheduling.GroupKey) (State, bool) {
 	var pr *unstructured.Unstructured
 	for _, o := range r.requestsOf(key) {
 		if o.GetDeletionTimestamp() != nil {
@@ -354,15 +352,13 @@ func conditions(pr *unstructured.Unstructured) map[string]metav1.Condition {
 	return out
 }
 
-func (r *provisioningRequester) Keys() []string {
-	keys := r.requests.GetIndexer().ListIndexFuncValues(groupIndex)
-	sort.Strings(keys)
-	return keys
+func (r *provisioningRequester) Keys() []scheduling.GroupKey {
+	return indexedKeys(r.requests.GetIndexer())
 }
 
 // requestsOf are the ProvisioningRequests of group key, from the informer.
-func (r *provisioningRequester) requestsOf(key string) []*unstructured.Unstructured {
-	objs, err := r.requests.GetIndexer().ByIndex(groupIndex, key)
+func (r *provisioningRequester) requestsOf(key scheduling.GroupKey) []*unstructured.Unstructured {
+	objs, err := r.requests.GetIndexer().ByIndex(groupIndex, key.String())
 	if err != nil {
 		return nil
 	}
@@ -376,8 +372,8 @@ func (r *provisioningRequester) requestsOf(key string) []*unstructured.Unstructu
 }
 
 // templatesOf are the PodTemplates of group key, from the informer.
-func (r *provisioningRequester) templatesOf(key string) []*corev1.PodTemplate {
-	objs, err := r.templates.GetIndexer().ByIndex(groupIndex, key)
+func (r *provisioningRequester) templatesOf(key scheduling.GroupKey) []*corev1.PodTemplate {
+	objs, err := r.templates.GetIndexer().ByIndex(groupIndex, key.String())
 	if err != nil {
 		return nil
 	}
@@ -398,9 +394,33 @@ func groupKeys(obj interface{}) ([]string, error) {
 		return nil, err
 	}
 	if g := m.GetLabels()[scheduling.CapacityRequestLabel]; g != "" {
-		return []string{m.GetNamespace() + "/" + g}, nil
+		return []string{scheduling.NewGroupKey(m.GetNamespace(), g).String()}, nil
 	}
 	return nil, nil
+}
+
+// requestGroup is the key of the group whose request obj is part of.
+func requestGroup(obj interface{}) (scheduling.GroupKey, bool) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return scheduling.GroupKey{}, false
+	}
+	g := m.GetLabels()[scheduling.CapacityRequestLabel]
+	return scheduling.NewGroupKey(m.GetNamespace(), g), g != ""
+}
+
+// indexedKeys lists, sorted, the groups that have something in indexer's
+// groupIndex. The index holds keys as strings: GroupKey.String.
+func indexedKeys(indexer cache.Indexer) []scheduling.GroupKey {
+	values := indexer.ListIndexFuncValues(groupIndex)
+	sort.Strings(values)
+	keys := make([]scheduling.GroupKey, 0, len(values))
+	for _, v := range values {
+		if key, err := scheduling.ParseGroupKey(v); err == nil {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // trimRequest drops a ProvisioningRequest's managed fields, its largest

@@ -50,7 +50,7 @@ func startPRFixture(t *testing.T, objs ...runtime.Object) *prFixture {
 	f.r = NewProvisioningRequests(f.kube, f.dyn)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	synced := f.r.Start(ctx, func(string) {})
+	synced := f.r.Start(ctx, func(scheduling.GroupKey) {})
 	poll(t, synced)
 	f.kube.ClearActions()
 	f.dyn.ClearActions()
@@ -316,7 +316,7 @@ func TestProvisioningRequestWithdraw(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startPRFixture(t, tc.existing...)
-			if err := f.r.Withdraw(context.Background(), "ns/g"); err != nil {
+			if err := f.r.Withdraw(context.Background(), scheduling.NewGroupKey("ns", "g")); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.wantRequests, names(f.requests(t, "ns"))); diff != "" {
@@ -326,7 +326,7 @@ func TestProvisioningRequestWithdraw(t *testing.T) {
 				t.Errorf("templates (-want +got):\n%s", diff)
 			}
 			f.caughtUp(t, "ns")
-			if _, ok := f.r.State("ns/g"); ok {
+			if _, ok := f.r.State(scheduling.NewGroupKey("ns", "g")); ok {
 				t.Error("State reports a request after Withdraw")
 			}
 		})
@@ -395,16 +395,16 @@ func TestProvisioningRequestState(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startPRFixture(t, tc.existing...)
-			got, ok := f.r.State("ns/g")
+			got, ok := f.r.State(scheduling.NewGroupKey("ns", "g"))
 			if ok != tc.wantOK {
 				t.Fatalf("State ok = %v, want %v", ok, tc.wantOK)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("State (-want +got):\n%s", diff)
 			}
-			wantKeys := []string{}
+			wantKeys := []scheduling.GroupKey{}
 			if tc.wantOK {
-				wantKeys = []string{"ns/g"}
+				wantKeys = []scheduling.GroupKey{scheduling.NewGroupKey("ns", "g")}
 			}
 			if diff := cmp.Diff(wantKeys, f.r.Keys(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Keys (-want +got):\n%s", diff)
@@ -421,7 +421,7 @@ func TestProvisioningRequestStateNewest(t *testing.T) {
 	cur := existing(testDemand("h1", "uid-1", 2))
 	cur[0].(*unstructured.Unstructured).SetCreationTimestamp(metav1.NewTime(time.Unix(200, 0)))
 	f := startPRFixture(t, append(old, cur...)...)
-	got, ok := f.r.State("ns/g")
+	got, ok := f.r.State(scheduling.NewGroupKey("ns", "g"))
 	if !ok || got.Hash != "h1" || got.Requested != 2 {
 		t.Errorf("State = %+v, %v; want the request for h1 of 2 pods", got, ok)
 	}

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // The kinds of Requester.
@@ -27,8 +29,8 @@ type Demand struct {
 	Hash string
 }
 
-// Key is the group's namespace/name.
-func (d Demand) Key() string { return d.Namespace + "/" + d.Name }
+// Key is the group's key.
+func (d Demand) Key() scheduling.GroupKey { return scheduling.NewGroupKey(d.Namespace, d.Name) }
 
 // Pods is how many pods' room the demand asks for.
 func (d Demand) Pods() int32 {
@@ -80,15 +82,15 @@ type Requester interface {
 	// called with a group's key whenever what exists of its request
 	// changes (a pod bound, a condition set), so that admission looks
 	// again. It returns what must sync before State is read.
-	Start(ctx context.Context, changed func(key string)) (synced func() bool)
+	Start(ctx context.Context, changed func(key scheduling.GroupKey)) (synced func() bool)
 	// Request makes d's request exist: it creates what is missing, and
 	// replaces a request made for another Demand.Hash. It is idempotent.
 	Request(ctx context.Context, d Demand) error
 	// Withdraw deletes all of the group's request; a group with none is
 	// no error.
-	Withdraw(ctx context.Context, key string) error
+	Withdraw(ctx context.Context, key scheduling.GroupKey) error
 	// State reports what exists of the group's request.
-	State(key string) (State, bool)
+	State(key scheduling.GroupKey) (State, bool)
 	// Keys lists the groups that have a request.
-	Keys() []string
+	Keys() []scheduling.GroupKey
 }

@@ -70,7 +70,7 @@ func BenchmarkAdmitGang(b *testing.B) {
 				if kind != "" {
 					name += "/" + kind
 				}
-				gang := Candidate{Key: "ns/g", Pods: pods("g", size, "8", opts...), Need: size}
+				gang := Candidate{Key: gk("ns/g"), Pods: pods("g", size, "8", opts...), Need: size}
 				b.Run(name, func(b *testing.B) {
 					benchAdmit(b, tr, defaultFilters(), gang)
 				})
@@ -99,7 +99,7 @@ func BenchmarkAdmitGangDevices(b *testing.B) {
 		b.Fatal(err)
 	}
 	tr := clusterTracker(nodes, 20)
-	gang := Candidate{Key: "ns/g", Pods: devicePods("g", "gpu", 8), Need: 8}
+	gang := Candidate{Key: gk("ns/g"), Pods: devicePods("g", "gpu", 8), Need: 8}
 	b.Run(fmt.Sprintf("nodes=%d/gang=8/devices", nodes), func(b *testing.B) {
 		benchAdmit(b, tr, f, gang)
 	})
@@ -170,11 +170,11 @@ func BenchmarkPreemption(b *testing.B) {
 			tr.SetNode(n)
 			key := fmt.Sprintf("ns/low-%05d", i)
 			for j := range 8 {
-				tr.SetManagedPod(key, pod(fmt.Sprintf("low-%d-%d", i, j), "8", onNode(n.Name), withPriority(int32(i%10))), false)
+				tr.SetManagedPod(gk(key), pod(fmt.Sprintf("low-%d-%d", i, j), "8", onNode(n.Name), withPriority(int32(i%10))), false)
 			}
-			tr.SetGroupState(key, &GroupState{UID: types.UID(key), Admitted: true, Since: t0.Add(time.Duration(i) * time.Second)})
+			tr.SetGroupState(gk(key), &GroupState{UID: types.UID(key), Admitted: true, Since: t0.Add(time.Duration(i) * time.Second)})
 		}
-		gang := Candidate{Key: "ns/high", Priority: 100, Pods: pods("high", 8, "64"), Need: 8, Preempt: true}
+		gang := Candidate{Key: gk("ns/high"), Priority: 100, Pods: pods("high", 8, "64"), Need: 8, Preempt: true}
 		opts := Options{Strategy: BestEffortFIFO, Now: t0.Add(time.Hour), Victims: func() Pool { return tr.Victims(false) }}
 		b.Run(fmt.Sprintf("nodes=%d/victims=8", nodes), func(b *testing.B) {
 			b.ReportAllocs()

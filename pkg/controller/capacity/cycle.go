@@ -25,7 +25,7 @@ const (
 // Candidate is a group that has gated pods to place.
 type Candidate struct {
 	// Key is the group's namespace/name.
-	Key      string
+	Key      scheduling.GroupKey
 	Priority int32
 	Created  time.Time
 	// Pods are the group's gated, active pods.
@@ -49,7 +49,7 @@ type Candidate struct {
 
 // Verdict is an admission cycle's decision for one candidate.
 type Verdict struct {
-	Key string
+	Key scheduling.GroupKey
 	// Admit says that the pods in Assignments are to be pinned and released,
 	// and the places in Copies reserved.
 	Admit       bool
@@ -76,7 +76,7 @@ type Options struct {
 	// Requests returns what a gang's own capacity-request pods hold
 	// (Tracker.Requests): room an autoscaler added for it, free for it and
 	// for no one else. Nil when Muster asks no autoscaler.
-	Requests func(key string) *Victim
+	Requests func(key scheduling.GroupKey) *Victim
 	// Autoscaling says that nodes may be added: a gang that does not fit
 	// even the idle cluster may fit later, so it keeps its place at the
 	// head of a StrictFIFO queue.
@@ -108,7 +108,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		if !a.Created.Equal(b.Created) {
 			return a.Created.Before(b.Created)
 		}
-		return a.Key < b.Key
+		return a.Key.String() < b.Key.String()
 	})
 	if s.filters != nil {
 		s.filters.mu.Lock()
@@ -160,7 +160,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonExceedsClusterCapacity,
 					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, idle.Placed(), idle.Short)})
 				if opts.Autoscaling && strategy == StrictFIFO {
-					head = c.Key
+					head = c.Key.String()
 				}
 				continue
 			}
@@ -172,7 +172,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonInsufficientCapacity, Message: v.Message})
 		}
 		if strategy == StrictFIFO {
-			head = c.Key
+			head = c.Key.String()
 		}
 	}
 	return verdicts
@@ -259,7 +259,7 @@ func (p *preemption) recorded(c Candidate, pool *Pool) (going []*Victim, pods in
 // eligibleVictim is the eligible victim of that key, a group or a pod, or
 // nil; the index is built once a cycle, the first time a recorded
 // preemption asks. A group wins over a pod of the same name.
-func (p *preemption) eligibleVictim(key string) *Victim {
+func (p *preemption) eligibleVictim(victim string) *Victim {
 	if p.byKey == nil {
 		p.byKey = map[string]*Victim{}
 		for _, v := range p.pool.Eligible {
@@ -268,7 +268,7 @@ func (p *preemption) eligibleVictim(key string) *Victim {
 			}
 		}
 	}
-	return p.byKey[key]
+	return p.byKey[victim]
 }
 
 // try is preemption for a gang c that does not fit on s, with msg saying

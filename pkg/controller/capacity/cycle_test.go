@@ -14,10 +14,10 @@ import (
 func TestAdmit(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	gang := func(key string, prio int32, age int, n int, cpu string) Candidate {
-		return Candidate{Key: key, Priority: prio, Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu), Need: n}
+		return Candidate{Key: gk(key), Priority: prio, Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu), Need: n}
 	}
 	joiner := func(key string, n int, cpu string) Candidate {
-		return Candidate{Key: key, Created: t0, Pods: pods(key, n, cpu)}
+		return Candidate{Key: gk(key), Created: t0, Pods: pods(key, n, cpu)}
 	}
 	joinerAt := func(key string, prio int32, n int, cpu string) Candidate {
 		c := joiner(key, n, cpu)
@@ -133,7 +133,7 @@ func TestAdmit(t *testing.T) {
 		{
 			name:       "pods beyond the need that fit are admitted with the gang",
 			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
-			candidates: []Candidate{{Key: "g", Pods: pods("g", 6, "1"), Need: 3}},
+			candidates: []Candidate{{Key: gk("g"), Pods: pods("g", 6, "1"), Need: 3}},
 			want:       map[string]outcome{"g": {Admit: true, Pods: 4}},
 		},
 		{
@@ -148,8 +148,8 @@ func TestAdmit(t *testing.T) {
 			s := snapshotOf(tc.nodes, tc.bound...)
 			got := map[string]outcome{}
 			for _, v := range Admit(s, tc.candidates, Options{Strategy: tc.strategy}) {
-				got[v.Key] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Reason: v.Reason}
-				if want, ok := tc.wantMsg[v.Key]; ok && !strings.HasPrefix(v.Message, want) {
+				got[v.Key.String()] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Reason: v.Reason}
+				if want, ok := tc.wantMsg[v.Key.String()]; ok && !strings.HasPrefix(v.Message, want) {
 					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
 				}
 			}
@@ -167,7 +167,7 @@ func TestAdmitNeverOverCommits(t *testing.T) {
 	var cands []Candidate
 	for i, n := range []int{3, 5, 2, 7, 4, 1, 6} {
 		key := string(rune('a' + i))
-		cands = append(cands, Candidate{Key: key, Created: time.Unix(int64(i), 0), Pods: pods(key, n, "6"), Need: n})
+		cands = append(cands, Candidate{Key: gk(key), Created: time.Unix(int64(i), 0), Pods: pods(key, n, "6"), Need: n})
 	}
 	s := snapshotOf(nodes)
 	cpu := map[string]int64{}

@@ -79,10 +79,10 @@ func TestDrainingNodes(t *testing.T) {
 			}
 			tr := trackerOf(nodes, bound...)
 			if tc.held != nil {
-				tr.SetManagedPod("ns/held", tc.held, false)
+				tr.SetManagedPod(gk("ns/held"), tc.held, false)
 			}
 			if tc.evict != nil && tc.evict.Spec.NodeName == "" {
-				tr.SetManagedPod("ns/victim", tc.evict, false) // released, pinned, not seen bound
+				tr.SetManagedPod(gk("ns/victim"), tc.evict, false) // released, pinned, not seen bound
 			}
 			s := tr.Snapshot(defaultFilters())
 			defer s.Close()
@@ -109,7 +109,7 @@ func TestDrainingNodes(t *testing.T) {
 func TestTrackerDraining(t *testing.T) {
 	type step func(tr *Tracker)
 	un := func(p *corev1.Pod) step { return func(tr *Tracker) { tr.SetUnmanagedPod(p) } }
-	managed := func(p *corev1.Pod) step { return func(tr *Tracker) { tr.SetManagedPod("ns/g", p, false) } }
+	managed := func(p *corev1.Pod) step { return func(tr *Tracker) { tr.SetManagedPod(gk("ns/g"), p, false) } }
 	tests := []struct {
 		name        string
 		slowRelease bool
@@ -139,7 +139,7 @@ func TestTrackerDraining(t *testing.T) {
 		{name: "a released pod being deleted before it was seen bound drains its pinned node: kube-scheduler may have bound it",
 			steps: []step{managed(pod("m", "1", pinnedTo("a"), deleting))}, want: map[string]int{"a": 1}},
 		{name: "a gated pod being deleted drains nothing",
-			steps: []step{func(tr *Tracker) { tr.SetManagedPod("ns/g", pod("m", "1", deleting), true) }}, want: map[string]int{}},
+			steps: []step{func(tr *Tracker) { tr.SetManagedPod(gk("ns/g"), pod("m", "1", deleting), true) }}, want: map[string]int{}},
 		{name: "without fast release nothing drains: the pod still holds its node",
 			slowRelease: true, steps: []step{un(pod("u", "1", onNode("a"), deleting))}, want: map[string]int{}},
 	}
@@ -170,7 +170,7 @@ func TestEvictUndo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := trackerOf([]*corev1.Node{node("a", "4", "8Gi")})
-			tr.SetManagedPod("ns/v", tc.pod, false)
+			tr.SetManagedPod(gk("ns/v"), tc.pod, false)
 			s := tr.Snapshot(defaultFilters())
 			defer s.Close()
 			v := &Victim{Key: "ns/v", holdings: []held{{node: "a", pod: tc.pod}}}

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // Explain runs the filters for a pod that holds node (released and pinned
@@ -24,11 +26,11 @@ func (t *Tracker) Explain(f *Filters, p *corev1.Pod, node string) string {
 // ClaimFits reports whether pod p may take one of the places reserved for
 // group key on node: it asks for no more than a place holds (slot), and
 // the scheduler's filters pass for it there once that place is given back.
-func (t *Tracker) ClaimFits(f *Filters, key string, p *corev1.Pod, node string, slot Resources) bool {
+func (t *Tracker) ClaimFits(f *Filters, key scheduling.GroupKey, p *corev1.Pod, node string, slot Resources) bool {
 	if !PodRequests(p).Within(slot) {
 		return false
 	}
-	prefix := "reserved/" + key + "/"
+	prefix := "reserved/" + key.String() + "/"
 	return t.filterOn(f, PlacementPod(p), node, func(ni *schedfw.NodeInfo) {
 		for _, pi := range ni.Pods {
 			if strings.HasPrefix(string(pi.GetPod().UID), prefix) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,4 +201,12 @@ func perNode(r Result) map[string]int {
 		out[a.Node]++
 	}
 	return out
+}
+
+// gk is the group key a test writes as "namespace/name", or as a name alone.
+func gk(s string) scheduling.GroupKey {
+	if ns, name, ok := strings.Cut(s, "/"); ok {
+		return scheduling.NewGroupKey(ns, name)
+	}
+	return scheduling.NewGroupKey("", s)
 }

@@ -53,9 +53,9 @@ func trackerRunning(nodes []*corev1.Node, gangs []running, unmanaged ...*corev1.
 			if g.deleting {
 				deleting(p)
 			}
-			t.SetManagedPod(g.key, p, false)
+			t.SetManagedPod(gk(g.key), p, false)
 		}
-		t.SetGroupState(g.key, &GroupState{UID: types.UID("uid-" + g.key), Admitted: !g.preempted, Preempted: g.preempted,
+		t.SetGroupState(gk(g.key), &GroupState{UID: types.UID("uid-" + g.key), Admitted: !g.preempted, Preempted: g.preempted,
 			Since: t0.Add(time.Duration(g.since) * time.Second)})
 	}
 	return t
@@ -66,7 +66,7 @@ func withPriority(p int32) podOpt { return func(pod *corev1.Pod) { pod.Spec.Prio
 func TestPreemption(t *testing.T) {
 	four := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
 	preemptor := func(key string, prio int32, n int, cpu string) Candidate {
-		return Candidate{Key: key, Priority: prio, Created: t0, Pods: pods(key, n, cpu, withPriority(prio)), Need: n, Preempt: true}
+		return Candidate{Key: gk(key), Priority: prio, Created: t0, Pods: pods(key, n, cpu, withPriority(prio)), Need: n, Preempt: true}
 	}
 	type outcome struct {
 		Admit   bool
@@ -201,7 +201,7 @@ func TestPreemption(t *testing.T) {
 				func() Candidate { c := preemptor("high", 10, 2, "30"); c.Preempting = []string{"going"}; return c }(),
 				// A lower-priority gang that would fit on b, which the
 				// preemptor holds.
-				{Key: "low", Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
+				{Key: gk("low"), Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
 			},
 			want: map[string]outcome{
 				"high": {Reason: scheduling.ReasonPreempting},
@@ -291,8 +291,8 @@ func TestPreemption(t *testing.T) {
 				for _, vic := range v.Victims {
 					o.Victims = append(o.Victims, vic.Key)
 				}
-				got[v.Key] = o
-				if want, ok := tc.wantMsg[v.Key]; ok && !strings.HasPrefix(v.Message, want) {
+				got[v.Key.String()] = o
+				if want, ok := tc.wantMsg[v.Key.String()]; ok && !strings.HasPrefix(v.Message, want) {
 					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
 				}
 			}
@@ -309,13 +309,13 @@ func TestPreemptionNeverOverCommits(t *testing.T) {
 	nodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")}
 	tr := trackerRunning(nodes, []running{{key: "low", priority: 1, nodes: []string{"a", "b"}, cpu: "20"}})
 	cands := []Candidate{
-		{Key: "high", Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true},
-		{Key: "mid", Priority: 5, Created: t0, Pods: pods("mid", 2, "10"), Need: 2, Preempt: true},
+		{Key: gk("high"), Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true},
+		{Key: gk("mid"), Priority: 5, Created: t0, Pods: pods("mid", 2, "10"), Need: 2, Preempt: true},
 	}
 	vs := Admit(tr.Snapshot(defaultFilters()), cands, Options{Strategy: BestEffortFIFO, Now: t0, Victims: func() Pool { return tr.Victims(false) }})
 	byKey := map[string]Verdict{}
 	for _, v := range vs {
-		byKey[v.Key] = v
+		byKey[v.Key.String()] = v
 	}
 	if h := byKey["high"]; h.Reason != scheduling.ReasonPreempting || len(h.Victims) != 1 {
 		t.Fatalf("high: %+v, want it to preempt low", h)
@@ -344,9 +344,9 @@ func TestVictimsPriority(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := trackerOf([]*corev1.Node{node("a", "32", "64Gi")})
 			for i, p := range tc.pods {
-				tr.SetManagedPod("g", pod(fmt.Sprintf("g-%d", i), "1", onNode("a"), withPriority(p)), false)
+				tr.SetManagedPod(gk("g"), pod(fmt.Sprintf("g-%d", i), "1", onNode("a"), withPriority(p)), false)
 			}
-			tr.SetGroupState("g", &GroupState{UID: "u", Admitted: true, Since: t0, SpecPriority: tc.spec})
+			tr.SetGroupState(gk("g"), &GroupState{UID: "u", Admitted: true, Since: t0, SpecPriority: tc.spec})
 			pool := tr.Victims(false)
 			if len(pool.Eligible) != 1 || pool.Eligible[0].Priority != tc.want {
 				t.Fatalf("victims %+v, want one of priority %d", pool.Eligible, tc.want)
@@ -369,9 +369,9 @@ func TestPreemptionInFlightAcrossARace(t *testing.T) {
 	s := tr.Snapshot(defaultFilters())
 	for i, n := range []string{"a", "b"} {
 		p := pod(fmt.Sprintf("marked-%d", i), "30", onNode(n), withPriority(1), deleting)
-		tr.SetManagedPod("marked", p, false)
+		tr.SetManagedPod(gk("marked"), p, false)
 	}
-	c := Candidate{Key: "high", Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true,
+	c := Candidate{Key: gk("high"), Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true,
 		Preempting: []string{"marked"}, PreemptedAt: t0.Add(time.Second)}
 	vs := Admit(s, []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: t0.Add(time.Minute), Victims: func() Pool { return tr.Victims(false) }})
 	if len(vs) != 1 || vs[0].Reason != scheduling.ReasonPreempting || len(vs[0].Victims) != 0 {
@@ -469,7 +469,7 @@ func TestPreemptionOfUnmanagedPodsInFlight(t *testing.T) {
 			held := base()
 			tr := trackerOf([]*corev1.Node{node("a", "4", "64Gi"), node("b", "4", "64Gi")}, held...)
 			tc.apply(tr, []*corev1.Pod{held[0], held[4]})
-			c := Candidate{Key: "high", Priority: 10, Created: t0, Pods: pods("high", 2, "1", withPriority(10)), Need: 2, Preempt: true,
+			c := Candidate{Key: gk("high"), Priority: 10, Created: t0, Pods: pods("high", 2, "1", withPriority(10)), Need: 2, Preempt: true,
 				Preempting: []string{"ns/low-a0", "ns/low-b0"}, PreemptedAt: decided}
 			vs := Admit(tr.Snapshot(defaultFilters()), []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: decided.Add(time.Minute),
 				Victims: func() Pool { return tr.Victims(true) }})

@@ -17,24 +17,24 @@ import (
 // preemption: they go when their gang is placed or their request is
 // withdrawn.
 
-// requestKey is the group whose room p asks for, or "". A pod is taken
+// requestKey is the group whose room p asks for, if any. A pod is taken
 // for a capacity request only as Muster makes them: of the lowest class,
 // and controlled by a PodGroup. Else a tenant could label its own pods to
 // spare them from preemption.
-func requestKey(p *corev1.Pod) string {
+func requestKey(p *corev1.Pod) (scheduling.GroupKey, bool) {
 	g := p.Labels[scheduling.CapacityRequestLabel]
 	if g == "" || p.Spec.PriorityClassName != scheduling.CapacityRequestPriorityClass {
-		return ""
+		return scheduling.GroupKey{}, false
 	}
 	if r := metav1.GetControllerOfNoCopy(p); r != nil && r.Kind == "PodGroup" {
-		return p.Namespace + "/" + g
+		return scheduling.NewGroupKey(p.Namespace, g), true
 	}
-	return ""
+	return scheduling.GroupKey{}, false
 }
 
-// setRequest records (key != "") or forgets which group's request the
+// setRequest records (key not zero) or forgets which group's request the
 // unmanaged pod uid is. Called with t.mu held.
-func (t *Tracker) setRequest(uid types.UID, key string) {
+func (t *Tracker) setRequest(uid types.UID, key scheduling.GroupKey) {
 	if old, ok := t.requestOf[uid]; ok {
 		if old == key {
 			return
@@ -47,7 +47,7 @@ func (t *Tracker) setRequest(uid types.UID, key string) {
 			}
 		}
 	}
-	if key == "" {
+	if key == (scheduling.GroupKey{}) {
 		return
 	}
 	t.requestOf[uid] = key
@@ -62,14 +62,14 @@ func (t *Tracker) setRequest(uid types.UID, key string) {
 // Requests returns what the bound capacity-request pods of group key hold,
 // as a victim that Admit takes off the snapshot while it places that gang;
 // nil if none holds anything.
-func (t *Tracker) Requests(key string) *Victim {
+func (t *Tracker) Requests(key scheduling.GroupKey) *Victim {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	uids := t.requests[key]
 	if len(uids) == 0 {
 		return nil
 	}
-	v := &Victim{Key: key, Kind: scheduling.VictimKindPod}
+	v := &Victim{Key: key.String(), Kind: scheduling.VictimKindPod}
 	for uid := range uids {
 		if h, ok := t.unmanaged[uid]; ok {
 			v.holdings = append(v.holdings, held{node: h.node, pod: h.info.GetPod()})

@@ -34,7 +34,7 @@ func labelledFor(group string) podOpt {
 func TestAdmitWithCapacityRequests(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	gang := func(key string, prio int32, age, n int, cpu string) Candidate {
-		return Candidate{Key: "ns/" + key, Priority: prio, Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu), Need: n}
+		return Candidate{Key: gk("ns/" + key), Priority: prio, Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu), Need: n}
 	}
 	// Two nodes an autoscaler added, each held by a capacity-request pod
 	// of group "want", and a third, old node with room for 10 CPUs.
@@ -107,8 +107,8 @@ func TestAdmitWithCapacityRequests(t *testing.T) {
 			got := map[string]string{}
 			for _, v := range Admit(s, tc.candidates, Options{Strategy: tc.strategy, Requests: tr.Requests, Autoscaling: tc.autoscaling}) {
 				if v.Admit {
-					got[v.Key] = "admit"
-					if v.Key == "ns/want" {
+					got[v.Key.String()] = "admit"
+					if v.Key.String() == "ns/want" {
 						for _, a := range v.Assignments {
 							if a.Node == "old" {
 								t.Errorf("pod %s placed on the old node, which has no room for it", a.Pod.Name)
@@ -116,7 +116,7 @@ func TestAdmitWithCapacityRequests(t *testing.T) {
 						}
 					}
 				} else {
-					got[v.Key] = v.Reason
+					got[v.Key.String()] = v.Reason
 				}
 			}
 			for k, w := range tc.want {
@@ -161,7 +161,7 @@ func TestTrackerRequests(t *testing.T) {
 			for _, name := range tc.remove {
 				tr.RemoveUnmanagedPod(pod(name, "1").UID)
 			}
-			v := tr.Requests("ns/g")
+			v := tr.Requests(gk("ns/g"))
 			if tc.wantNil != (v == nil) {
 				t.Fatalf("Requests: got %v, want nil %v", v, tc.wantNil)
 			}

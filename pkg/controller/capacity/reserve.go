@@ -9,6 +9,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // Reservations hold capacity for pods that do not exist yet: the pods of a
@@ -29,39 +31,39 @@ type Slot struct {
 // SetReservations records the reservations a PodGroup's status holds. Once
 // the status shows any, what a cycle assumed for the group is recorded, so
 // the assumed slots go.
-func (t *Tracker) SetReservations(key string, slots []Slot) {
+func (t *Tracker) SetReservations(key scheduling.GroupKey, slots []Slot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.holdSlots("reserved/"+key, t.reserved[key], -1)
+	t.holdSlots("reserved/"+key.String(), t.reserved[key], -1)
 	delete(t.reserved, key)
 	if len(slots) > 0 {
-		t.holdSlots("assumed/"+key, t.assumedSlots[key], -1)
+		t.holdSlots("assumed/"+key.String(), t.assumedSlots[key], -1)
 		delete(t.assumedSlots, key)
 		t.reserved[key] = t.internSlots(slots)
-		t.holdSlots("reserved/"+key, t.reserved[key], 1)
+		t.holdSlots("reserved/"+key.String(), t.reserved[key], 1)
 	}
 }
 
 // AssumeReservations holds the slots an admission cycle just decided for
 // group key, until the group's status shows them or Forget is called.
-func (t *Tracker) AssumeReservations(key string, slots []Slot) {
+func (t *Tracker) AssumeReservations(key scheduling.GroupKey, slots []Slot) {
 	if len(slots) == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.holdSlots("assumed/"+key, t.assumedSlots[key], -1)
+	t.holdSlots("assumed/"+key.String(), t.assumedSlots[key], -1)
 	t.assumedSlots[key] = t.internSlots(slots)
-	t.holdSlots("assumed/"+key, t.assumedSlots[key], 1)
+	t.holdSlots("assumed/"+key.String(), t.assumedSlots[key], 1)
 }
 
 // forgetSlots drops a group's assumed slots and, with recorded, its
 // recorded ones. The caller holds t.mu.
-func (t *Tracker) forgetSlots(key string, recorded bool) {
-	t.holdSlots("assumed/"+key, t.assumedSlots[key], -1)
+func (t *Tracker) forgetSlots(key scheduling.GroupKey, recorded bool) {
+	t.holdSlots("assumed/"+key.String(), t.assumedSlots[key], -1)
 	delete(t.assumedSlots, key)
 	if recorded {
-		t.holdSlots("reserved/"+key, t.reserved[key], -1)
+		t.holdSlots("reserved/"+key.String(), t.reserved[key], -1)
 		delete(t.reserved, key)
 	}
 }

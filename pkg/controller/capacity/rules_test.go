@@ -239,12 +239,12 @@ func TestTwoGangsInOneCycleSeeEachOther(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filtersFor(t, tc.objs...)
 			vs := Admit(trackerOf(tc.nodes).Snapshot(f), []Candidate{
-				{Key: "ns/a", Pods: tc.a, Need: len(tc.a)},
-				{Key: "ns/b", Pods: tc.b, Need: len(tc.b), Created: metav1.Now().Time},
+				{Key: gk("ns/a"), Pods: tc.a, Need: len(tc.a)},
+				{Key: gk("ns/b"), Pods: tc.b, Need: len(tc.b), Created: metav1.Now().Time},
 			}, Options{Strategy: BestEffortFIFO})
 			got := map[string]Verdict{}
 			for _, v := range vs {
-				got[v.Key] = v
+				got[v.Key.String()] = v
 			}
 			if !got["ns/a"].Admit || got["ns/b"].Admit {
 				t.Fatalf("verdicts a=%+v b=%+v, want a admitted and b waiting", got["ns/a"], got["ns/b"])
@@ -548,8 +548,8 @@ func TestClaimFits(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := trackerOf([]*corev1.Node{node("a", "32", "256Gi")}, tc.running...)
-			tr.SetReservations("ns/g", []Slot{slot})
-			if got := tr.ClaimFits(defaultFilters(), "ns/g", tc.pod, "a", slot.Requests); got != tc.want {
+			tr.SetReservations(gk("ns/g"), []Slot{slot})
+			if got := tr.ClaimFits(defaultFilters(), gk("ns/g"), tc.pod, "a", slot.Requests); got != tc.want {
 				t.Errorf("ClaimFits = %v, want %v", got, tc.want)
 			}
 		})

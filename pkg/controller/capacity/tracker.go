@@ -52,18 +52,18 @@ type Tracker struct {
 	// unbound are the managed pods that hold a node they are not bound to
 	// and have volumes or devices that Reserve decides (Snapshot.use).
 	unbound map[types.UID]*managedPod
-	byGroup map[string]map[types.UID]struct{}
+	byGroup map[scheduling.GroupKey]map[types.UID]struct{}
 	// placements are recorded in PodGroup status; assumed are decided by an
 	// admission cycle and not yet seen there. Both map pod UID to node.
-	placements map[string]map[types.UID]string
-	assumed    map[string]map[types.UID]string
+	placements map[scheduling.GroupKey]map[types.UID]string
+	assumed    map[scheduling.GroupKey]map[types.UID]string
 	// reserved are the slots for pods not yet created that PodGroup status
 	// records; assumedSlots are decided by a cycle and not yet seen there
 	// (reserve.go).
-	reserved     map[string][]Slot
-	assumedSlots map[string][]Slot
+	reserved     map[scheduling.GroupKey][]Slot
+	assumedSlots map[scheduling.GroupKey][]Slot
 	// groups are what preemption needs of each group (victims.go).
-	groups map[string]GroupState
+	groups map[scheduling.GroupKey]GroupState
 	// drainingOn maps each pod that fast release frees while it is still
 	// bound and being deleted to its node; draining counts them per node
 	// (draining.go).
@@ -75,8 +75,8 @@ type Tracker struct {
 	// requestOf maps each bound capacity-request pod among the unmanaged
 	// ones to its group's key; requests are those pods by group
 	// (requests.go).
-	requestOf map[types.UID]string
-	requests  map[string]map[types.UID]struct{}
+	requestOf map[types.UID]scheduling.GroupKey
+	requests  map[scheduling.GroupKey]map[types.UID]struct{}
 }
 
 // holding is one pod that holds a node.
@@ -86,7 +86,7 @@ type holding struct {
 }
 
 type managedPod struct {
-	group  string
+	group  scheduling.GroupKey
 	info   fwk.PodInfo
 	active bool
 	// replay says that the pod has volumes or devices that Reserve decides:
@@ -111,17 +111,17 @@ func NewTracker(fastRelease bool) *Tracker {
 		unmanaged:    map[types.UID]holding{},
 		managed:      map[types.UID]*managedPod{},
 		unbound:      map[types.UID]*managedPod{},
-		byGroup:      map[string]map[types.UID]struct{}{},
-		placements:   map[string]map[types.UID]string{},
-		assumed:      map[string]map[types.UID]string{},
-		reserved:     map[string][]Slot{},
-		assumedSlots: map[string][]Slot{},
-		groups:       map[string]GroupState{},
+		byGroup:      map[scheduling.GroupKey]map[types.UID]struct{}{},
+		placements:   map[scheduling.GroupKey]map[types.UID]string{},
+		assumed:      map[scheduling.GroupKey]map[types.UID]string{},
+		reserved:     map[scheduling.GroupKey][]Slot{},
+		assumedSlots: map[scheduling.GroupKey][]Slot{},
+		groups:       map[scheduling.GroupKey]GroupState{},
 		drainingOn:   map[types.UID]string{},
 		draining:     map[string]int{},
 		deleting:     map[types.UID]deletingPod{},
-		requestOf:    map[types.UID]string{},
-		requests:     map[string]map[types.UID]struct{}{},
+		requestOf:    map[types.UID]scheduling.GroupKey{},
+		requests:     map[scheduling.GroupKey]map[types.UID]struct{}{},
 	}
 }
 
@@ -172,12 +172,12 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 		t.release(old.node, old.info)
 		delete(t.unmanaged, p.UID)
 	}
-	key := ""
+	var key scheduling.GroupKey
 	if keep {
 		h.node = t.intern(h.node)
 		t.hold(h.node, h.info)
 		t.unmanaged[p.UID] = h
-		key = requestKey(p)
+		key, _ = requestKey(p)
 	}
 	t.setRequest(p.UID, key)
 	drains := t.drainingNode(p)
@@ -193,7 +193,7 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 		t.release(old.node, old.info)
 		delete(t.unmanaged, uid)
 	}
-	t.setRequest(uid, "")
+	t.setRequest(uid, scheduling.GroupKey{})
 	t.setDraining(uid, "")
 	delete(t.deleting, uid)
 }
@@ -203,12 +203,12 @@ func (t *Tracker) RemoveUnmanagedPod(uid types.UID) {
 func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 	fresh := make(map[types.UID]holding, len(pods))
 	drains := map[types.UID]string{}
-	requests := map[types.UID]string{}
+	requests := map[types.UID]scheduling.GroupKey{}
 	deleting := map[types.UID]deletingPod{}
 	for _, p := range pods {
 		if t.holdsCapacity(p) {
 			fresh[p.UID] = holding{node: p.Spec.NodeName, info: holderInfo(p)}
-			if key := requestKey(p); key != "" {
+			if key, ok := requestKey(p); ok {
 				requests[p.UID] = key
 			}
 		}
@@ -237,8 +237,8 @@ func (t *Tracker) ReplaceUnmanagedPods(pods []*corev1.Pod) {
 		fresh[uid] = h
 	}
 	t.unmanaged = fresh
-	t.requestOf = map[types.UID]string{}
-	t.requests = map[string]map[types.UID]struct{}{}
+	t.requestOf = map[types.UID]scheduling.GroupKey{}
+	t.requests = map[scheduling.GroupKey]map[types.UID]struct{}{}
 	for uid, key := range requests {
 		t.setRequest(uid, key)
 	}
@@ -257,7 +257,7 @@ func (t *Tracker) UnmanagedPods() int {
 // The controller also records what its own pod patches return, before the
 // informer shows it (a released pod holds its node from then on); an older
 // state the informer delivers after that is ignored.
-func (t *Tracker) SetManagedPod(key string, p *corev1.Pod, gated bool) {
+func (t *Tracker) SetManagedPod(key scheduling.GroupKey, p *corev1.Pod, gated bool) {
 	rv := resourceVersion(p)
 	pp := PlacementPod(p)
 	mp := &managedPod{
@@ -317,7 +317,7 @@ func (t *Tracker) dropManaged(uid types.UID) {
 }
 
 // leaveGroup removes a pod from its group's set and from what was assumed for it.
-func (t *Tracker) leaveGroup(key string, uid types.UID) {
+func (t *Tracker) leaveGroup(key scheduling.GroupKey, uid types.UID) {
 	if set := t.byGroup[key]; set != nil {
 		delete(set, uid)
 		if len(set) == 0 {
@@ -372,7 +372,7 @@ func (t *Tracker) trackUnbound(uid types.UID, mp *managedPod) {
 }
 
 // SetPlacements records the placements a PodGroup's status holds, by pod UID.
-func (t *Tracker) SetPlacements(key string, byUID map[types.UID]string) {
+func (t *Tracker) SetPlacements(key scheduling.GroupKey, byUID map[types.UID]string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(byUID) == 0 {
@@ -397,7 +397,7 @@ func (t *Tracker) SetPlacements(key string, byUID map[types.UID]string) {
 // Assume reserves the placements an admission cycle just decided for group
 // key, until the group's status shows them or Forget is called, so that the
 // next cycle never offers the same capacity again.
-func (t *Tracker) Assume(key string, byUID map[types.UID]string) {
+func (t *Tracker) Assume(key scheduling.GroupKey, byUID map[types.UID]string) {
 	if len(byUID) == 0 {
 		return
 	}
@@ -415,7 +415,7 @@ func (t *Tracker) Assume(key string, byUID map[types.UID]string) {
 }
 
 // Forget drops what was assumed for group key: the decision was not carried out.
-func (t *Tracker) Forget(key string) {
+func (t *Tracker) Forget(key scheduling.GroupKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.forgetSlots(key, false)
@@ -427,7 +427,7 @@ func (t *Tracker) Forget(key string) {
 }
 
 // ForgetGroup drops everything known of a deleted group's placements.
-func (t *Tracker) ForgetGroup(key string) {
+func (t *Tracker) ForgetGroup(key scheduling.GroupKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.assumed, key)
@@ -436,7 +436,7 @@ func (t *Tracker) ForgetGroup(key string) {
 	t.reholdGroup(key)
 }
 
-func (t *Tracker) reholdGroup(key string) {
+func (t *Tracker) reholdGroup(key scheduling.GroupKey) {
 	for uid := range t.byGroup[key] {
 		t.rehold(uid, t.managed[uid])
 	}

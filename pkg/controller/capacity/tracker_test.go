@@ -23,7 +23,7 @@ func requestedCPU(t *Tracker) map[string]int64 {
 func TestTrackerHoldings(t *testing.T) {
 	type step func(tr *Tracker)
 	setManaged := func(p *corev1.Pod, gated bool) step {
-		return func(tr *Tracker) { tr.SetManagedPod("ns/g", p, gated) }
+		return func(tr *Tracker) { tr.SetManagedPod(gk("ns/g"), p, gated) }
 	}
 	tests := []struct {
 		name        string
@@ -72,7 +72,7 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "gated managed pod with a placement in status is reserved there",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
-				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+				func(tr *Tracker) { tr.SetPlacements(gk("ns/g"), map[types.UID]string{"uid-m": "a"}) },
 			},
 			want: map[string]int64{"a": 4000},
 		},
@@ -80,8 +80,8 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "assumed placement is reserved until forgotten",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
-				func(tr *Tracker) { tr.Assume("ns/g", map[types.UID]string{"uid-m": "b"}) },
-				func(tr *Tracker) { tr.Forget("ns/g") },
+				func(tr *Tracker) { tr.Assume(gk("ns/g"), map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.Forget(gk("ns/g")) },
 			},
 			want: map[string]int64{},
 		},
@@ -89,9 +89,9 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "assumed placement, then status shows it: held once",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
-				func(tr *Tracker) { tr.Assume("ns/g", map[types.UID]string{"uid-m": "b"}) },
-				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "b"}) },
-				func(tr *Tracker) { tr.Forget("ns/g") },
+				func(tr *Tracker) { tr.Assume(gk("ns/g"), map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.SetPlacements(gk("ns/g"), map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.Forget(gk("ns/g")) },
 			},
 			want: map[string]int64{"b": 4000},
 		},
@@ -99,7 +99,7 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "released and pinned, not bound: reserved on the pinned node",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
-				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+				func(tr *Tracker) { tr.SetPlacements(gk("ns/g"), map[types.UID]string{"uid-m": "a"}) },
 				setManaged(pod("m", "4", pinnedTo("a")), false),
 			},
 			want: map[string]int64{"a": 4000},
@@ -112,10 +112,10 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "a released pod's older, gated state delivered late is ignored",
 			steps: []step{
 				setManaged(pod("m", "4", version(6)), true),
-				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
+				func(tr *Tracker) { tr.SetPlacements(gk("ns/g"), map[types.UID]string{"uid-m": "a"}) },
 				setManaged(pod("m", "4", pinnedTo("a"), version(7)), false),
 				setManaged(pod("m", "4", version(6)), true),
-				func(tr *Tracker) { tr.SetPlacements("ns/g", nil) },
+				func(tr *Tracker) { tr.SetPlacements(gk("ns/g"), nil) },
 			},
 			want: map[string]int64{"a": 4000},
 		},
@@ -148,7 +148,7 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "managed pod deleted gives back its reservation",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
-				func(tr *Tracker) { tr.Assume("ns/g", map[types.UID]string{"uid-m": "b"}) },
+				func(tr *Tracker) { tr.Assume(gk("ns/g"), map[types.UID]string{"uid-m": "b"}) },
 				func(tr *Tracker) { tr.RemoveManagedPod("uid-m") },
 			},
 			want: map[string]int64{},
@@ -163,49 +163,49 @@ func TestTrackerHoldings(t *testing.T) {
 		{
 			name: "reservations recorded in status hold their nodes",
 			steps: []step{
-				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3), cpuSlot("b", 1, 1)}) },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), []Slot{cpuSlot("a", 2, 3), cpuSlot("b", 1, 1)}) },
 			},
 			want: map[string]int64{"a": 6000, "b": 1000},
 		},
 		{
 			name: "a smaller reservation replaces the old one",
 			steps: []step{
-				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3)}) },
-				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 1)}) },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), []Slot{cpuSlot("a", 2, 3)}) },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), []Slot{cpuSlot("a", 2, 1)}) },
 			},
 			want: map[string]int64{"a": 2000},
 		},
 		{
 			name: "assumed reservations hold until forgotten",
 			steps: []step{
-				func(tr *Tracker) { tr.AssumeReservations("ns/g", []Slot{cpuSlot("b", 4, 2)}) },
-				func(tr *Tracker) { tr.Forget("ns/g") },
+				func(tr *Tracker) { tr.AssumeReservations(gk("ns/g"), []Slot{cpuSlot("b", 4, 2)}) },
+				func(tr *Tracker) { tr.Forget(gk("ns/g")) },
 			},
 			want: map[string]int64{},
 		},
 		{
 			name: "assumed reservations give way to the recorded ones",
 			steps: []step{
-				func(tr *Tracker) { tr.AssumeReservations("ns/g", []Slot{cpuSlot("b", 4, 2)}) },
-				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("b", 4, 2)}) },
-				func(tr *Tracker) { tr.Forget("ns/g") },
+				func(tr *Tracker) { tr.AssumeReservations(gk("ns/g"), []Slot{cpuSlot("b", 4, 2)}) },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), []Slot{cpuSlot("b", 4, 2)}) },
+				func(tr *Tracker) { tr.Forget(gk("ns/g")) },
 			},
 			want: map[string]int64{"b": 8000},
 		},
 		{
 			name: "reservations given back hold nothing",
 			steps: []step{
-				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3)}) },
-				func(tr *Tracker) { tr.SetReservations("ns/g", nil) },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), []Slot{cpuSlot("a", 2, 3)}) },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), nil) },
 			},
 			want: map[string]int64{},
 		},
 		{
 			name: "a deleted group's reservations are dropped",
 			steps: []step{
-				func(tr *Tracker) { tr.SetReservations("ns/g", []Slot{cpuSlot("a", 2, 3)}) },
-				func(tr *Tracker) { tr.AssumeReservations("ns/g", []Slot{cpuSlot("b", 1, 1)}) },
-				func(tr *Tracker) { tr.ForgetGroup("ns/g") },
+				func(tr *Tracker) { tr.SetReservations(gk("ns/g"), []Slot{cpuSlot("a", 2, 3)}) },
+				func(tr *Tracker) { tr.AssumeReservations(gk("ns/g"), []Slot{cpuSlot("b", 1, 1)}) },
+				func(tr *Tracker) { tr.ForgetGroup(gk("ns/g")) },
 			},
 			want: map[string]int64{},
 		},
@@ -213,8 +213,8 @@ func TestTrackerHoldings(t *testing.T) {
 			name: "deleted group's placements are dropped",
 			steps: []step{
 				setManaged(pod("m", "4"), true),
-				func(tr *Tracker) { tr.SetPlacements("ns/g", map[types.UID]string{"uid-m": "a"}) },
-				func(tr *Tracker) { tr.ForgetGroup("ns/g") },
+				func(tr *Tracker) { tr.SetPlacements(gk("ns/g"), map[types.UID]string{"uid-m": "a"}) },
+				func(tr *Tracker) { tr.ForgetGroup(gk("ns/g")) },
 			},
 			want: map[string]int64{},
 		},
@@ -282,22 +282,22 @@ func TestTrackerUnbound(t *testing.T) {
 	}
 	tr := trackerOf([]*corev1.Node{node("a", "32", "256Gi")})
 	withVolume := pod("v", "1", withClaim("data"))
-	tr.SetManagedPod("ns/g", withVolume, true)
-	tr.SetManagedPod("ns/g", pod("plain", "1"), true)
+	tr.SetManagedPod(gk("ns/g"), withVolume, true)
+	tr.SetManagedPod(gk("ns/g"), pod("plain", "1"), true)
 	if got := unbound(tr); len(got) != 0 {
 		t.Fatalf("unbound = %v before any placement, want none", got)
 	}
-	tr.Assume("ns/g", map[types.UID]string{withVolume.UID: "a", "uid-plain": "a"})
+	tr.Assume(gk("ns/g"), map[types.UID]string{withVolume.UID: "a", "uid-plain": "a"})
 	if got := unbound(tr); !cmp.Equal(got, []string{"v@a"}) {
 		t.Fatalf("unbound = %v once placed, want [v@a]: only the pod with a volume", got)
 	}
 	bound := withVolume.DeepCopy()
 	bound.Spec.NodeName = "a"
-	tr.SetManagedPod("ns/g", bound, false)
+	tr.SetManagedPod(gk("ns/g"), bound, false)
 	if got := unbound(tr); len(got) != 0 {
 		t.Fatalf("unbound = %v once bound, want none", got)
 	}
-	tr.SetManagedPod("ns/g", withVolume, true)
+	tr.SetManagedPod(gk("ns/g"), withVolume, true)
 	tr.RemoveManagedPod(withVolume.UID)
 	if got := unbound(tr); len(got) != 0 {
 		t.Fatalf("unbound = %v once removed, want none", got)

@@ -70,7 +70,7 @@ func gpuGang(key string, prio int32, n int, cpu string, opts ...podOpt) Candidat
 		name := fmt.Sprintf("%s-%d", key, i)
 		ps[i] = pod(name, cpu, append([]podOpt{withPriority(prio), namedClaim(name)}, opts...)...)
 	}
-	return Candidate{Key: key, Priority: prio, Created: t0, Pods: ps, Need: n, Preempt: true}
+	return Candidate{Key: gk(key), Priority: prio, Created: t0, Pods: ps, Need: n, Preempt: true}
 }
 
 // TestPreemptionFreesDevices: the devices that only a victim's pods use
@@ -183,7 +183,7 @@ func TestPreemptionFreesDevices(t *testing.T) {
 				peerClaims, claims("high", 2)),
 			candidates: []Candidate{
 				func() Candidate { c := gpuGang("high", 10, 2, "16"); c.Preempting = []string{"going"}; return c }(),
-				{Key: "low", Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
+				{Key: gk("low"), Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
 			},
 			want: map[string]outcome{
 				"high": {Reason: scheduling.ReasonPreempting},
@@ -215,8 +215,8 @@ func TestPreemptionFreesDevices(t *testing.T) {
 					o.Nodes = append(o.Nodes, a.Node)
 				}
 				sort.Strings(o.Nodes)
-				got[v.Key] = o
-				if want, ok := tc.wantMsg[v.Key]; ok && !strings.HasPrefix(v.Message, want) {
+				got[v.Key.String()] = o
+				if want, ok := tc.wantMsg[v.Key.String()]; ok && !strings.HasPrefix(v.Message, want) {
 					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
 				}
 			}
@@ -273,13 +273,13 @@ func TestVictimDevicesUndo(t *testing.T) {
 		pod("v1-0", "1", onNode("a"), namedClaim("one")),
 		pod("v1-1", "1", onNode("a"), namedClaim("both")),
 	} {
-		tr.SetManagedPod("v1", p, false)
+		tr.SetManagedPod(gk("v1"), p, false)
 	}
 	v2 := pod("v2-0", "1", onNode("a"), generatedClaim("two"))
 	v2.Spec.ResourceClaims = append(v2.Spec.ResourceClaims, corev1.PodResourceClaim{Name: "shared", ResourceClaimName: ptr.To("both")})
-	tr.SetManagedPod("v2", v2, false)
+	tr.SetManagedPod(gk("v2"), v2, false)
 	for _, key := range []string{"v1", "v2"} {
-		tr.SetGroupState(key, &GroupState{UID: types.UID("uid-" + key), Admitted: true, Since: t0})
+		tr.SetGroupState(gk(key), &GroupState{UID: types.UID("uid-" + key), Admitted: true, Since: t0})
 	}
 	byKey := map[string]*Victim{}
 	for _, v := range tr.Victims(false).Eligible {

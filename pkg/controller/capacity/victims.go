@@ -85,7 +85,7 @@ type Pool struct {
 
 // SetGroupState records what preemption needs to know of a group; nil
 // forgets it.
-func (t *Tracker) SetGroupState(key string, st *GroupState) {
+func (t *Tracker) SetGroupState(key scheduling.GroupKey, st *GroupState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if st == nil {
@@ -110,7 +110,7 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 		if !st.Admitted && !st.Preempted {
 			continue
 		}
-		v := &Victim{Key: key, Kind: scheduling.VictimKindPodGroup, UID: st.UID, Since: st.Since}
+		v := &Victim{Key: key.String(), Kind: scheduling.VictimKindPodGroup, UID: st.UID, Since: st.Since}
 		prio, seen := int32(0), false
 		for uid := range t.byGroup[key] {
 			mp := t.managed[uid]
@@ -137,14 +137,14 @@ func (t *Tracker) Victims(unmanaged bool) Pool {
 			prio = *st.SpecPriority
 		}
 		v.Priority = prio
-		v.holdings = append(v.holdings, t.slotHoldings("reserved/"+key, t.reserved[key])...)
-		v.holdings = append(v.holdings, t.slotHoldings("assumed/"+key, t.assumedSlots[key])...)
+		v.holdings = append(v.holdings, t.slotHoldings("reserved/"+key.String(), t.reserved[key])...)
+		v.holdings = append(v.holdings, t.slotHoldings("assumed/"+key.String(), t.assumedSlots[key])...)
 		switch {
 		case st.Preempted:
 			// Kept with no holding too: a preemptor then knows that its
 			// victims' pods are going, though this cycle's snapshot, taken
 			// a moment before, may still show them.
-			pool.Marked[key] = v
+			pool.Marked[key.String()] = v
 		case len(v.holdings) > 0:
 			pool.Eligible = append(pool.Eligible, v)
 		}

@@ -23,7 +23,7 @@ import (
 // keep finishing, new UIDs are recorded at most once per StatusBatchPeriod
 // (deferFor says when next), unless a full batch is ready or the group has
 // nothing active left, so that the end of a gang is never delayed.
-func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) (moreToRecord bool, deferFor time.Duration) {
+func (c *Controller) recordFinished(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) (moreToRecord bool, deferFor time.Duration) {
 	u := pg.Status.UncountedTerminatedPods
 	if u == nil {
 		u = &v1alpha1.UncountedTerminatedPods{}
@@ -31,7 +31,7 @@ func (c *Controller) recordFinished(key string, pg *v1alpha1.PodGroup, v *podVie
 	recorded := sets.New(u.Succeeded...).Insert(u.Failed...)
 	var fresh []types.UID
 	for uid := range v.finished {
-		if !recorded.Has(uid) && !c.expectations.pending(key, uid) {
+		if !recorded.Has(uid) && !c.memory.expecting(key, finalizersRemoved, uid) {
 			fresh = append(fresh, uid)
 		}
 	}
@@ -81,7 +81,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	defer func() {
 		for _, p := range recorded {
 			if gone.Has(p.UID) {
-				c.counted.expect(key, p.UID)
+				c.memory.expect(key, uidsCounted, p.UID)
 			}
 		}
 	}()
@@ -90,7 +90,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	// A removal the cache does not show yet is done: patching again would
 	// fail its test, and the pod counts as removed.
 	targets = slices.DeleteFunc(targets, func(p *corev1.Pod) bool {
-		if c.expectations.pending(key, p.UID) {
+		if c.memory.expecting(key, finalizersRemoved, p.UID) {
 			gone.Insert(p.UID)
 			return true
 		}
@@ -100,7 +100,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 		return gone, nil
 	}
 	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch, true)
-	c.expectations.expect(key, done...)
+	c.memory.expect(key, finalizersRemoved, done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {
 		// Step 11 still counts the pods whose finalizer did come off.
@@ -158,23 +158,24 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 // first change that had to wait. So the pods of a gang that arrive, start
 // or finish together cost one write, not one per pod, and a decision
 // written meanwhile carries every waiting change along for free.
-func (c *Controller) flushWait(key string, now time.Time) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	since, ok := c.batchStart[key]
-	if !ok {
-		c.batchStart[key] = now
-		since = now
+func (c *Controller) flushWait(key scheduling.GroupKey, now time.Time) time.Duration {
+	c.memory.mu.Lock()
+	defer c.memory.mu.Unlock()
+	m := c.memory.of(key)
+	if m.batchStart.IsZero() {
+		m.batchStart = now
 	}
-	return since.Add(c.cfg.StatusBatchPeriod).Sub(now)
+	return m.batchStart.Add(c.cfg.StatusBatchPeriod).Sub(now)
 }
 
 // markFlushed ends the group's batch: the status just written carries
 // every change that waited.
-func (c *Controller) markFlushed(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.batchStart, key)
+func (c *Controller) markFlushed(key scheduling.GroupKey) {
+	c.memory.mu.Lock()
+	defer c.memory.mu.Unlock()
+	if m := c.memory.peek(key); m != nil {
+		m.batchStart = time.Time{}
+	}
 }
 
 // accountingDone reports whether every finished pod is in the counters: a
@@ -187,7 +188,7 @@ func (c *Controller) accountingDone(pg *v1alpha1.PodGroup, v *podView, removed s
 		return false
 	}
 	for uid := range v.finished {
-		if !removed.Has(uid) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), uid) {
+		if !removed.Has(uid) && !c.memory.expecting(groupKey(pg.Namespace, pg.Name), finalizersRemoved, uid) {
 			return false
 		}
 	}

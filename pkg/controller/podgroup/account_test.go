@@ -96,7 +96,7 @@ func TestSyncAccount(t *testing.T) {
 			// Once a sync's snapshot shows the removal, the expectation is gone.
 			h.observePods()
 			h.sync()
-			if h.c.expectations.pending(testKey, "uid-ok") {
+			if h.c.memory.expecting(testKey, finalizersRemoved, "uid-ok") {
 				t.Errorf("expectation for ok still pending after a sync saw its finalizer gone")
 			}
 		},

@@ -34,7 +34,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	}
 	// A status write refused for good holds admission back for a while
 	// (statusrejected.go); decisions already recorded are carried out.
-	holding := c.rejections.holding(key, pg.Generation, now)
+	holding := c.memory.rejectionHolds(key, pg.Generation, now)
 	if isAdmitted(pg) {
 		if holding > 0 {
 			c.admitter.withdraw(key)
@@ -155,7 +155,7 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 		// it shows the removal, which syncs the group again, so that the gate
 		// patch puts the finalizer back (adoptOps).
 		// Nor release a pod twice from a cache that still shows its gate.
-		if !c.expectations.pending(key, p.UID) && !c.ungated.pending(key, p.UID) {
+		if !c.memory.expecting(key, finalizersRemoved, p.UID) && !c.memory.expecting(key, gatesRemoved, p.UID) {
 			pods = append(pods, p)
 		}
 	}
@@ -175,16 +175,12 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	// A pod that is gone is not released: the gang may be short, and the
 	// error makes the group sync again from a fresh read (holdShort).
 	done, errs := c.patchPods(ctx, pods, release, false)
-	c.ungated.expect(key, done...)
+	c.memory.expect(key, gatesRemoved, done...)
 	metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {
 		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(pods), errors.Join(errs...))
 	}
-	c.mu.Lock()
-	seen, ok := c.lastPodSeen[key]
-	delete(c.lastPodSeen, key)
-	c.mu.Unlock()
-	if ok {
+	if seen, ok := c.memory.takeLastPodSeen(key); ok {
 		metrics.gateRemovalLatency.Observe(c.clock.Since(seen).Seconds())
 	}
 	klog.FromContext(ctx).V(2).Info("Released pods", "count", len(done))

@@ -298,7 +298,7 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 		},
 		wantErr: true,
 		check: func(t *testing.T, h *harness) {
-			if h.c.ungated.pending(testKey, "uid-p-2") {
+			if h.c.memory.expecting(testKey, gatesRemoved, "uid-p-2") {
 				t.Errorf("p-2, which is gone, is remembered as released")
 			}
 			h.step(time.Second)

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // admitter is the one place where the two admission modes differ. With
@@ -32,20 +34,20 @@ type admitter interface {
 	// created. If the gang is admitted now, reason and msg are those of
 	// Admitted=True; if not, those of Admitted=False, or "" when there is
 	// nothing new to say.
-	admitGang(key string, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (admitted bool, reason, msg string)
+	admitGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (admitted bool, reason, msg string)
 	// admitJoiners is step 6 for an admitted group: the pods that joined
 	// it, and the places reserved for pods not yet created. It returns
 	// when to look again, for a reservation that times out.
-	admitJoiners(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration
+	admitJoiners(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration
 	// withdraw takes a group out of admission: it has nothing to place now.
-	withdraw(key string)
+	withdraw(key scheduling.GroupKey)
 	// drop forgets all that admission decided for a group and that nothing
 	// will carry out any more: the group is going, or its namespace is no
 	// longer managed.
-	drop(key string)
+	drop(key scheduling.GroupKey)
 	// recorded says that the group's status now holds what this sync took
 	// from admission (podView.decisionApplied).
-	recorded(key string)
+	recorded(key scheduling.GroupKey)
 	// releaseTo is step 9's rule for one gated pod of an admitted group,
 	// given the group's placements: ok is false while the pod waits for a
 	// place, and node is where the releasing patch pins it, "" for nowhere.
@@ -53,7 +55,7 @@ type admitter interface {
 	// beforeRelease is step 9's first write for a group that has pods to
 	// release: what must go before they are released (a capacity request
 	// whose room they take).
-	beforeRelease(ctx context.Context, key string) error
+	beforeRelease(ctx context.Context, key scheduling.GroupKey) error
 	// explainStalled says which of the scheduler's filters refuses a
 	// released pod on the node it is pinned to, or "" if none does or the
 	// mode cannot tell (checkStalled).
@@ -68,7 +70,7 @@ type admitter interface {
 	observePod(p *corev1.Pod, gone bool)
 	// observeGroup tells admission that a group changed; pg is nil once it
 	// is gone.
-	observeGroup(key string, pg *v1alpha1.PodGroup)
+	observeGroup(key scheduling.GroupKey, pg *v1alpha1.PodGroup)
 }
 
 // newAdmitter builds the admitter cfg.Admission asks for, and returns what

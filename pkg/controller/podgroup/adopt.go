@@ -30,7 +30,7 @@ func (c *Controller) adopt(ctx context.Context, pg *v1alpha1.PodGroup, v *podVie
 	for _, p := range v.untracked {
 		// A finalizer added that the cache does not show yet: patching again
 		// would fail its resourceVersion test.
-		if !c.adopted.pending(key, p.UID) {
+		if !c.memory.expecting(key, finalizersAdded, p.UID) {
 			pods = append(pods, p)
 		}
 	}
@@ -38,7 +38,7 @@ func (c *Controller) adopt(ctx context.Context, pg *v1alpha1.PodGroup, v *podVie
 		return nil
 	}
 	done, errs := c.patchPods(ctx, pods, adoptPatch, true)
-	c.adopted.expect(key, done...)
+	c.memory.expect(key, finalizersAdded, done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("adopting %d of %d running pods: %w", len(errs), len(pods), errors.Join(errs...))
 	}

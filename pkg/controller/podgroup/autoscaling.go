@@ -47,23 +47,23 @@ type autoscaler struct {
 	strict   bool
 	clock    clock.PassiveClock
 	recorder record.EventRecorder
-	work     workqueue.TypedRateLimitingInterface[string]
+	work     workqueue.TypedRateLimitingInterface[scheduling.GroupKey]
 	// poke asks admission for a cycle.
 	poke func()
 
 	mu sync.Mutex
 	// demands are the waiting gangs' demands, built when their group
 	// offers itself (offer), by key.
-	demands map[string]groupDemand
+	demands map[scheduling.GroupKey]groupDemand
 	// want are the requests the last cycle decided on.
-	want map[string]autoscaling.Demand
+	want map[scheduling.GroupKey]autoscaling.Demand
 	// backoff holds the gangs whose request was withdrawn, until they may
 	// ask again.
-	backoff map[string]requestBackoff
+	backoff map[scheduling.GroupKey]requestBackoff
 	// failed is why a request could not be made, until it is.
-	failed map[string]string
+	failed map[scheduling.GroupKey]string
 	// provisioned marks the requests announced as provisioned (an event).
-	provisioned map[string]string
+	provisioned map[scheduling.GroupKey]string
 	// busy serializes, per group, a worker's request and the withdrawal
 	// before release, so that no create lands after it.
 	busy keyedMutex
@@ -72,14 +72,14 @@ type autoscaler struct {
 // keyedMutex is a mutex per key.
 type keyedMutex struct{ m sync.Map }
 
-func (k *keyedMutex) lock(key string) (unlock func()) {
+func (k *keyedMutex) lock(key scheduling.GroupKey) (unlock func()) {
 	mu, _ := k.m.LoadOrStore(key, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	return mu.(*sync.Mutex).Unlock
 }
 
 // forget drops key's mutex unless it is held.
-func (k *keyedMutex) forget(key string) {
+func (k *keyedMutex) forget(key scheduling.GroupKey) {
 	if mu, ok := k.m.Load(key); ok && mu.(*sync.Mutex).TryLock() {
 		k.m.Delete(key)
 		mu.(*sync.Mutex).Unlock()
@@ -108,19 +108,19 @@ func newAutoscaler(req autoscaling.Requester, cfg Config, recorder record.EventR
 		clock:       clk,
 		recorder:    recorder,
 		poke:        poke,
-		work:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "capacity-requests"}),
-		demands:     map[string]groupDemand{},
-		want:        map[string]autoscaling.Demand{},
-		backoff:     map[string]requestBackoff{},
-		failed:      map[string]string{},
-		provisioned: map[string]string{},
+		work:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "capacity-requests"}),
+		demands:     map[scheduling.GroupKey]groupDemand{},
+		want:        map[scheduling.GroupKey]autoscaling.Demand{},
+		backoff:     map[scheduling.GroupKey]requestBackoff{},
+		failed:      map[scheduling.GroupKey]string{},
+		provisioned: map[scheduling.GroupKey]string{},
 	}
 }
 
 // start runs the Requester's informer and the workers until ctx ends, and
 // returns what must sync before the first cycle.
 func (s *autoscaler) start(ctx context.Context, wg *sync.WaitGroup) cache.InformerSynced {
-	synced := s.req.Start(ctx, func(string) { s.poke() })
+	synced := s.req.Start(ctx, func(scheduling.GroupKey) { s.poke() })
 	wg.Go(func() {
 		<-ctx.Done()
 		s.work.ShutDown()
@@ -137,7 +137,7 @@ func (s *autoscaler) start(ctx context.Context, wg *sync.WaitGroup) cache.Inform
 // offer records the demand of a gang that waits for capacity: its gated
 // pods and the pods of its createdLater roles, built again only when they
 // change. Called from the group's sync.
-func (s *autoscaler) offer(key string, pg *v1alpha1.PodGroup, pods []*corev1.Pod, copies []capacity.Copies) {
+func (s *autoscaler) offer(key scheduling.GroupKey, pg *v1alpha1.PodGroup, pods []*corev1.Pod, copies []capacity.Copies) {
 	// The index lists a group's pods in no fixed order: sorted, the same
 	// pods make the same demand, and the same hash.
 	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
@@ -170,7 +170,7 @@ func (s *autoscaler) offer(key string, pg *v1alpha1.PodGroup, pods []*corev1.Pod
 
 // forget drops what is known of a group that is gone, or no longer waits;
 // its request, if any, is withdrawn by the next plan.
-func (s *autoscaler) forget(key string) {
+func (s *autoscaler) forget(key scheduling.GroupKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.demands, key)
@@ -199,7 +199,7 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 	defer s.mu.Unlock()
 	budget := s.maxPods
 	closed := false
-	want := map[string]autoscaling.Demand{}
+	want := map[scheduling.GroupKey]autoscaling.Demand{}
 	var asked int32
 	for i := range verdicts {
 		v := &verdicts[i]
@@ -289,7 +289,7 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 // announceProvisioned records, once per request, that the autoscaler
 // provided the room: all of it exists, or the gang fits now. Called with
 // s.mu held.
-func (s *autoscaler) announceProvisioned(key string, d autoscaling.Demand, st autoscaling.State) {
+func (s *autoscaler) announceProvisioned(key scheduling.GroupKey, d autoscaling.Demand, st autoscaling.State) {
 	if s.provisioned[key] == st.Hash {
 		return
 	}
@@ -338,7 +338,7 @@ func (s *autoscaler) next(ctx context.Context) bool {
 	return true
 }
 
-func (s *autoscaler) sync(ctx context.Context, key string) error {
+func (s *autoscaler) sync(ctx context.Context, key scheduling.GroupKey) error {
 	defer s.busy.lock(key)()
 	s.mu.Lock()
 	d, wanted := s.want[key]
@@ -376,7 +376,7 @@ func (s *autoscaler) sync(ctx context.Context, key string) error {
 // beforeRelease withdraws the group's request before any of its pods is
 // released: the gang was placed on the room the request holds, which must
 // be free when kube-scheduler sees the released pods.
-func (s *autoscaler) beforeRelease(ctx context.Context, key string) error {
+func (s *autoscaler) beforeRelease(ctx context.Context, key scheduling.GroupKey) error {
 	s.mu.Lock()
 	delete(s.want, key)
 	delete(s.demands, key)

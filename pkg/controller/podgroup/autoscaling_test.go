@@ -26,14 +26,14 @@ import (
 // and what a real one creates is tested in package autoscaling and e2e.
 type fakeRequester struct {
 	mu        sync.Mutex
-	states    map[string]autoscaling.State
+	states    map[scheduling.GroupKey]autoscaling.State
 	requested []string
 	withdrawn []string
 	fail      error
 }
 
 func (f *fakeRequester) Kind() string { return autoscaling.KindPods }
-func (f *fakeRequester) Start(context.Context, func(string)) func() bool {
+func (f *fakeRequester) Start(context.Context, func(scheduling.GroupKey)) func() bool {
 	return func() bool { return true }
 }
 func (f *fakeRequester) Request(_ context.Context, d autoscaling.Demand) error {
@@ -42,31 +42,31 @@ func (f *fakeRequester) Request(_ context.Context, d autoscaling.Demand) error {
 	if f.fail != nil {
 		return f.fail
 	}
-	f.requested = append(f.requested, d.Key())
+	f.requested = append(f.requested, d.Key().String())
 	f.states[d.Key()] = autoscaling.State{Kind: autoscaling.KindPods, Name: "pods", Hash: d.Hash, Since: time.Unix(0, 0), Requested: d.Pods()}
 	return nil
 }
-func (f *fakeRequester) Withdraw(_ context.Context, key string) error {
+func (f *fakeRequester) Withdraw(_ context.Context, key scheduling.GroupKey) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.withdrawn = append(f.withdrawn, key)
+	f.withdrawn = append(f.withdrawn, key.String())
 	delete(f.states, key)
 	return nil
 }
-func (f *fakeRequester) State(key string) (autoscaling.State, bool) {
+func (f *fakeRequester) State(key scheduling.GroupKey) (autoscaling.State, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.states[key]
 	return st, ok
 }
-func (f *fakeRequester) Keys() []string {
+func (f *fakeRequester) Keys() []scheduling.GroupKey {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []string
+	var out []scheduling.GroupKey
 	for k := range f.states {
 		out = append(out, k)
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
 
@@ -89,10 +89,10 @@ func TestAutoscalerPlan(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	timeout := 5 * time.Minute
 	waiting := func(key string) capacity.Verdict {
-		return capacity.Verdict{Key: "ns/" + key, Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}
+		return capacity.Verdict{Key: gk("ns/" + key), Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}
 	}
 	exceeds := func(key string) capacity.Verdict {
-		return capacity.Verdict{Key: "ns/" + key, Reason: scheduling.ReasonExceedsClusterCapacity, Message: "never fits"}
+		return capacity.Verdict{Key: gk("ns/" + key), Reason: scheduling.ReasonExceedsClusterCapacity, Message: "never fits"}
 	}
 	type gang struct {
 		name string
@@ -161,16 +161,16 @@ func TestAutoscalerPlan(t *testing.T) {
 			name:  "a gang that preempts, one queued and one admitted ask for nothing",
 			gangs: []gang{{"p", 2}, {"q", 2}, {"ok", 2}},
 			verdicts: []capacity.Verdict{
-				{Key: "ns/p", Reason: scheduling.ReasonPreempting, Victims: []*capacity.Victim{{Key: "ns/v"}}},
-				{Key: "ns/q", Reason: scheduling.ReasonQueued},
-				{Key: "ns/ok", Admit: true},
+				{Key: gk("ns/p"), Reason: scheduling.ReasonPreempting, Victims: []*capacity.Victim{{Key: "ns/v"}}},
+				{Key: gk("ns/q"), Reason: scheduling.ReasonQueued},
+				{Key: gk("ns/ok"), Admit: true},
 			},
 			wantReason: map[string]string{"q": scheduling.ReasonQueued},
 		},
 		{
 			name:       "an admitted gang's request and an orphan request are withdrawn",
 			gangs:      []gang{{"ok", 2}},
-			verdicts:   []capacity.Verdict{{Key: "ns/ok", Admit: true}},
+			verdicts:   []capacity.Verdict{{Key: gk("ns/ok"), Admit: true}},
 			states:     map[string]string{"ok": "2/2 1m", "gone": "1/1 1m"},
 			wantWork:   []string{"gone", "ok"},
 			wantWanted: nil,
@@ -231,7 +231,7 @@ func TestAutoscalerPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := &fakeRequester{states: map[string]autoscaling.State{}}
+			req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
 			cfg := DefaultConfig()
 			cfg.CapacityRequestTimeout = timeout
 			if tc.maxPods > 0 {
@@ -244,7 +244,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			defer s.work.ShutDown()
 			for _, g := range tc.gangs {
 				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.name, UID: types.UID("uid-" + g.name)}}
-				s.offer("ns/"+g.name, pg, gpuPods(g.name, g.pods), nil)
+				s.offer(gk("ns/"+g.name), pg, gpuPods(g.name, g.pods), nil)
 			}
 			for name, spec := range tc.states {
 				var have, of int32
@@ -253,23 +253,23 @@ func TestAutoscalerPlan(t *testing.T) {
 				fmt.Sscanf(spec, "%d/%d %s %s", &have, &of, new(string), &extra)
 				age, _ = time.ParseDuration(strings.Fields(spec)[1])
 				st := autoscaling.State{Kind: autoscaling.KindPods, Name: "pods", Since: t0.Add(-age), Requested: of, Provisioned: have}
-				if d, ok := s.demands["ns/"+name]; ok && extra != "stale" {
+				if d, ok := s.demands[gk("ns/"+name)]; ok && extra != "stale" {
 					st.Hash = d.demand.Hash
 				}
 				if extra == "failed" {
 					st.Failed = "no capacity"
 				}
-				req.states["ns/"+name] = st
+				req.states[gk("ns/"+name)] = st
 			}
 			for name, left := range tc.backoff {
-				s.backoff["ns/"+name] = requestBackoff{until: t0.Add(left), failures: 1, message: "timed out"}
+				s.backoff[gk("ns/"+name)] = requestBackoff{until: t0.Add(left), failures: 1, message: "timed out"}
 			}
 			verdicts := append([]capacity.Verdict(nil), tc.verdicts...)
 			s.plan(verdicts, t0)
 
 			var wanted []string
 			for k := range s.want {
-				wanted = append(wanted, strings.TrimPrefix(k, "ns/"))
+				wanted = append(wanted, strings.TrimPrefix(k.String(), "ns/"))
 			}
 			sort.Strings(wanted)
 			if strings.Join(wanted, ",") != strings.Join(tc.wantWanted, ",") {
@@ -277,7 +277,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			}
 			byKey := map[string]capacity.Verdict{}
 			for _, v := range verdicts {
-				byKey[strings.TrimPrefix(v.Key, "ns/")] = v
+				byKey[strings.TrimPrefix(v.Key.String(), "ns/")] = v
 			}
 			for g, r := range tc.wantReason {
 				if byKey[g].Reason != r {
@@ -292,7 +292,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			var work []string
 			for s.work.Len() > 0 {
 				k, _ := s.work.Get()
-				work = append(work, strings.TrimPrefix(k, "ns/"))
+				work = append(work, strings.TrimPrefix(k.String(), "ns/"))
 				s.work.Done(k)
 			}
 			sort.Strings(work)
@@ -307,16 +307,16 @@ func TestAutoscalerPlan(t *testing.T) {
 // request, withdraw one no longer wanted, and say why a request failed.
 func TestAutoscalerSync(t *testing.T) {
 	t0 := time.Unix(10000, 0)
-	req := &fakeRequester{states: map[string]autoscaling.State{}}
+	req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
 	rec := record.NewFakeRecorder(100)
 	s := newAutoscaler(req, DefaultConfig(), rec, clocktesting.NewFakePassiveClock(t0), func() {})
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
-	s.offer("ns/a", pg, gpuPods("a", 8), nil)
+	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
 	ctx := context.Background()
 
-	s.plan([]capacity.Verdict{{Key: "ns/a", Reason: scheduling.ReasonInsufficientCapacity}}, t0)
-	if err := s.sync(ctx, "ns/a"); err != nil {
+	s.plan([]capacity.Verdict{{Key: gk("ns/a"), Reason: scheduling.ReasonInsufficientCapacity}}, t0)
+	if err := s.sync(ctx, gk("ns/a")); err != nil {
 		t.Fatal(err)
 	}
 	if len(req.requested) != 1 {
@@ -326,22 +326,22 @@ func TestAutoscalerSync(t *testing.T) {
 		t.Errorf("event %q", ev)
 	}
 	// Made already: a second sync makes nothing.
-	if err := s.sync(ctx, "ns/a"); err != nil || len(req.requested) != 1 {
+	if err := s.sync(ctx, gk("ns/a")); err != nil || len(req.requested) != 1 {
 		t.Fatalf("second sync: err %v, requests %v", err, req.requested)
 	}
 	// The gang is released: its request goes first.
-	if err := s.beforeRelease(ctx, "ns/a"); err != nil || len(req.withdrawn) != 1 {
+	if err := s.beforeRelease(ctx, gk("ns/a")); err != nil || len(req.withdrawn) != 1 {
 		t.Fatalf("beforeRelease: err %v, withdrawn %v", err, req.withdrawn)
 	}
 
 	// A request the API refuses: the error is kept for the message.
 	req.fail = fmt.Errorf(`pods "a-cr-0" is forbidden: exceeded quota: gpus`)
-	s.offer("ns/a", pg, gpuPods("a", 8), nil)
-	s.plan([]capacity.Verdict{{Key: "ns/a", Reason: scheduling.ReasonInsufficientCapacity}}, t0)
-	if err := s.sync(ctx, "ns/a"); err == nil {
+	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
+	s.plan([]capacity.Verdict{{Key: gk("ns/a"), Reason: scheduling.ReasonInsufficientCapacity}}, t0)
+	if err := s.sync(ctx, gk("ns/a")); err == nil {
 		t.Fatal("a refused request is no error")
 	}
-	v := []capacity.Verdict{{Key: "ns/a", Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}}
+	v := []capacity.Verdict{{Key: gk("ns/a"), Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}}
 	s.plan(v, t0)
 	if want := "asking the autoscaler for room for 8 pods (Pods); making it failed: pods \"a-cr-0\" is forbidden: exceeded quota: gpus; now: does not fit"; v[0].Message != want {
 		t.Errorf("message\n got %q\nwant %q", v[0].Message, want)
@@ -352,7 +352,7 @@ func TestAutoscalerSync(t *testing.T) {
 // its request, is the same whatever order its pods come in (the index has
 // none): else each sync would ask anew.
 func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
-	s := newAutoscaler(&fakeRequester{states: map[string]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {})
+	s := newAutoscaler(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {})
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	pods := gpuPods("a", 4)
@@ -360,11 +360,11 @@ func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
 	for i, p := range pods {
 		p.Labels["index"] = fmt.Sprint(i)
 	}
-	s.offer("ns/a", pg, pods, nil)
-	first := s.demands["ns/a"].demand.Hash
+	s.offer(gk("ns/a"), pg, pods, nil)
+	first := s.demands[gk("ns/a")].demand.Hash
 	reversed := []*corev1.Pod{pods[3], pods[1], pods[2], pods[0]}
-	s.offer("ns/a", pg, reversed, nil)
-	if got := s.demands["ns/a"].demand.Hash; got != first {
+	s.offer(gk("ns/a"), pg, reversed, nil)
+	if got := s.demands[gk("ns/a")].demand.Hash; got != first {
 		t.Errorf("the same pods in another order make another demand: %s, then %s", first, got)
 	}
 }

@@ -16,7 +16,7 @@ func benchCache(b *testing.B, groups, perGroup int) cache.Indexer {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	if err := idx.AddIndexers(cache.Indexers{GroupIndex: func(obj interface{}) ([]string, error) {
 		if key, ok := podGroupKey(obj.(*corev1.Pod)); ok {
-			return []string{key}, nil
+			return []string{key.String()}, nil
 		}
 		return nil, nil
 	}}); err != nil {

@@ -48,7 +48,7 @@ type capacityAdmission struct {
 	recorder             record.EventRecorder
 	clock                clock.PassiveClock
 	// enqueue hands a group to the sync workers, once a cycle decided for it.
-	enqueue func(key string)
+	enqueue func(key scheduling.GroupKey)
 	// held remembers the placed joiners that stay gated (heldjoiners.go).
 	held heldPlacements
 	// autoscale asks an autoscaler for room for gangs that do not fit the
@@ -146,7 +146,7 @@ func (a *capacityAdmission) startFilters(ctx context.Context) *capacity.Filters 
 }
 
 // admitGang admits a complete gang once a cycle has placed it (placeGang).
-func (a *capacityAdmission) admitGang(key string, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (bool, string, string) {
+func (a *capacityAdmission) admitGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (bool, string, string) {
 	if w, placed := a.placeGang(key, pg, v, need, now); !placed {
 		return false, w.Reason, w.Message
 	}
@@ -161,17 +161,17 @@ func (a *capacityAdmission) admitGang(key string, pg *v1alpha1.PodGroup, v *podV
 
 // admitJoiners serves the group's reservations (reservations.go), then
 // places the pods that joined it (placements.go).
-func (a *capacityAdmission) admitJoiners(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+func (a *capacityAdmission) admitJoiners(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
 	next := a.reserve(pg, v, now)
 	next = soonest(next, a.placeJoiners(key, pg, v, now))
 	return next
 }
 
-func (a *capacityAdmission) withdraw(key string) { a.queue.withdraw(key) }
+func (a *capacityAdmission) withdraw(key scheduling.GroupKey) { a.queue.withdraw(key) }
 
 // drop forgets the group's place in the queue, any decision not yet
 // recorded, and the reservation assumed for that decision.
-func (a *capacityAdmission) drop(key string) {
+func (a *capacityAdmission) drop(key scheduling.GroupKey) {
 	if a.queue.forget(key) {
 		a.tracker.Forget(key)
 	}
@@ -183,14 +183,14 @@ func (a *capacityAdmission) drop(key string) {
 
 // beforeRelease withdraws the group's capacity request, whose room the
 // release takes (autoscaling.go).
-func (a *capacityAdmission) beforeRelease(ctx context.Context, key string) error {
+func (a *capacityAdmission) beforeRelease(ctx context.Context, key scheduling.GroupKey) error {
 	if a.autoscale == nil {
 		return nil
 	}
 	return a.autoscale.beforeRelease(ctx, key)
 }
 
-func (a *capacityAdmission) recorded(key string) { a.queue.recorded(key) }
+func (a *capacityAdmission) recorded(key scheduling.GroupKey) { a.queue.recorded(key) }
 
 // releaseTo releases a placed pod, pinned to its node, and a pod that
 // placement cannot check, unpinned (unmodelled.go).
@@ -227,7 +227,7 @@ func (a *capacityAdmission) observePod(p *corev1.Pod, gone bool) {
 }
 
 // observeGroup tells the tracker what a group's status holds.
-func (a *capacityAdmission) observeGroup(key string, pg *v1alpha1.PodGroup) {
+func (a *capacityAdmission) observeGroup(key scheduling.GroupKey, pg *v1alpha1.PodGroup) {
 	if pg == nil {
 		a.tracker.SetGroupState(key, nil)
 		a.tracker.ForgetGroup(key)

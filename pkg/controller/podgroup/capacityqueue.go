@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/controller/capacity"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // admissionQueue holds the groups that wait for capacity, and the decisions
@@ -16,20 +18,20 @@ import (
 // every decision is taken on one consistent view of the cluster, in order.
 type admissionQueue struct {
 	mu         sync.Mutex
-	candidates map[string]capacity.Candidate
+	candidates map[scheduling.GroupKey]capacity.Candidate
 	// decided are admissions (or placements of an admitted group's pods)
 	// that the group's sync has not yet written to status.
-	decided map[string]capacity.Verdict
+	decided map[scheduling.GroupKey]capacity.Verdict
 	// waiting says why each group that did not fit waits.
-	waiting map[string]capacity.Verdict
+	waiting map[scheduling.GroupKey]capacity.Verdict
 	kick    chan struct{}
 }
 
 func newAdmissionQueue() *admissionQueue {
 	return &admissionQueue{
-		candidates: map[string]capacity.Candidate{},
-		decided:    map[string]capacity.Verdict{},
-		waiting:    map[string]capacity.Verdict{},
+		candidates: map[scheduling.GroupKey]capacity.Candidate{},
+		decided:    map[scheduling.GroupKey]capacity.Verdict{},
+		waiting:    map[scheduling.GroupKey]capacity.Verdict{},
 		kick:       make(chan struct{}, 1),
 	}
 }
@@ -49,7 +51,7 @@ func (q *admissionQueue) offer(c capacity.Candidate) {
 }
 
 // withdraw takes a group out of the queue: it has nothing left to place.
-func (q *admissionQueue) withdraw(key string) {
+func (q *admissionQueue) withdraw(key scheduling.GroupKey) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.candidates, key)
@@ -58,7 +60,7 @@ func (q *admissionQueue) withdraw(key string) {
 
 // forget drops everything about a group, decided or not, and reports
 // whether a decision was dropped.
-func (q *admissionQueue) forget(key string) bool {
+func (q *admissionQueue) forget(key scheduling.GroupKey) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	_, had := q.decided[key]
@@ -69,7 +71,7 @@ func (q *admissionQueue) forget(key string) bool {
 }
 
 // decision returns the admission decided for a group and not yet recorded.
-func (q *admissionQueue) decision(key string) (capacity.Verdict, bool) {
+func (q *admissionQueue) decision(key scheduling.GroupKey) (capacity.Verdict, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	v, ok := q.decided[key]
@@ -77,14 +79,14 @@ func (q *admissionQueue) decision(key string) (capacity.Verdict, bool) {
 }
 
 // recorded drops a decision once the group's status holds it.
-func (q *admissionQueue) recorded(key string) {
+func (q *admissionQueue) recorded(key scheduling.GroupKey) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.decided, key)
 }
 
 // waitReason returns why a group last failed to fit.
-func (q *admissionQueue) waitReason(key string) (capacity.Verdict, bool) {
+func (q *admissionQueue) waitReason(key scheduling.GroupKey) (capacity.Verdict, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	v, ok := q.waiting[key]
@@ -117,7 +119,7 @@ func (q *admissionQueue) snapshot() []capacity.Candidate {
 
 // apply stores a cycle's verdicts and returns the groups whose sync must
 // run: those admitted, and those whose reason to wait changed.
-func (q *admissionQueue) apply(verdicts []capacity.Verdict) (changed []string, waiting int) {
+func (q *admissionQueue) apply(verdicts []capacity.Verdict) (changed []scheduling.GroupKey, waiting int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, v := range verdicts {

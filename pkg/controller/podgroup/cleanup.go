@@ -23,7 +23,7 @@ import (
 func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []*corev1.Pod) error {
 	var tracked []*corev1.Pod
 	for _, p := range pods {
-		if scheduling.HasTrackingFinalizer(p) && !c.expectations.pending(groupKey(pg.Namespace, pg.Name), p.UID) {
+		if scheduling.HasTrackingFinalizer(p) && !c.memory.expecting(groupKey(pg.Namespace, pg.Name), finalizersRemoved, p.UID) {
 			tracked = append(tracked, p)
 		}
 		if scheduling.HasGate(p) {
@@ -34,7 +34,7 @@ func (c *Controller) cleanup(ctx context.Context, pg *v1alpha1.PodGroup, pods []
 		}
 	}
 	done, errs := c.patchPods(ctx, tracked, removeFinalizerPatch, true)
-	c.expectations.expect(groupKey(pg.Namespace, pg.Name), done...)
+	c.memory.expect(groupKey(pg.Namespace, pg.Name), finalizersRemoved, done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of deleted PodGroup %s/%s: %w", pg.Namespace, pg.Name, errors.Join(errs...))
 	}
@@ -63,10 +63,10 @@ func (c *Controller) removeGroupFinalizer(ctx context.Context, pg *v1alpha1.PodG
 // of a group in a namespace Muster does not manage (the selector changed
 // after they were created, or the webhook's selector differs from the
 // controller's). Muster keeps no counts there, so nothing is counted.
-func (c *Controller) releaseUnmanaged(ctx context.Context, key string, pods []*corev1.Pod) error {
+func (c *Controller) releaseUnmanaged(ctx context.Context, key scheduling.GroupKey, pods []*corev1.Pod) error {
 	var release []*corev1.Pod
 	for _, p := range pods {
-		if holdsFinalizerToRelease(p) && !c.expectations.pending(key, p.UID) {
+		if holdsFinalizerToRelease(p) && !c.memory.expecting(key, finalizersRemoved, p.UID) {
 			release = append(release, p)
 		}
 	}
@@ -74,7 +74,7 @@ func (c *Controller) releaseUnmanaged(ctx context.Context, key string, pods []*c
 		return nil
 	}
 	done, errs := c.patchPods(ctx, release, removeFinalizerPatch, true)
-	c.expectations.expect(key, done...)
+	c.memory.expect(key, finalizersRemoved, done...)
 	if len(errs) > 0 {
 		return fmt.Errorf("releasing pods of %s in a namespace Muster does not manage: %w", key, errors.Join(errs...))
 	}

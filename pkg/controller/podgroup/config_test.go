@@ -106,7 +106,7 @@ func TestPodIndex(t *testing.T) {
 		pod  *corev1.Pod
 		want []string
 	}{
-		{name: "a labelled pod is indexed by namespace and group", pod: newPod("p"), want: []string{testKey}},
+		{name: "a labelled pod is indexed by namespace and group", pod: newPod("p"), want: []string{testKey.String()}},
 		{name: "a pod without the label is not indexed", pod: newPod("p", func(p *corev1.Pod) { delete(p.Labels, scheduling.PodGroupLabel) })},
 		{name: "an empty label is no group", pod: newPod("p", inGroup(""))},
 	}
@@ -116,7 +116,7 @@ func TestPodIndex(t *testing.T) {
 			if err := addPodIndexer(informer); err != nil {
 				t.Fatal(err)
 			}
-			got, err := informer.GetIndexer().IndexKeys(GroupIndex, testKey)
+			got, err := informer.GetIndexer().IndexKeys(GroupIndex, testKey.String())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,6 @@ func TestPodListOptionsSelectsTheGroupLabel(t *testing.T) {
 }
 
 func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
-	shown := scheduling.HasTrackingFinalizer
 	tests := []struct {
 		name    string
 		pods    []*corev1.Pod
@@ -155,14 +154,14 @@ func TestExpectationsSettleOnlyOnWhatASnapshotShows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newRemovalExpectations(shown)
-			e.expect(testKey, "uid-a")
-			e.expect("other/group", "uid-a")
-			e.settle(testKey, tc.pods)
-			if got := e.pending(testKey, "uid-a"); got != tc.pending {
+			e := newGroupMemories()
+			e.expect(testKey, finalizersRemoved, "uid-a")
+			e.expect(gk("other/group"), finalizersRemoved, "uid-a")
+			e.load(testKey, tc.pods)
+			if got := e.expecting(testKey, finalizersRemoved, "uid-a"); got != tc.pending {
 				t.Errorf("pending = %v, want %v", got, tc.pending)
 			}
-			if !e.pending("other/group", "uid-a") {
+			if !e.expecting(gk("other/group"), finalizersRemoved, "uid-a") {
 				t.Errorf("settling one group touched another")
 			}
 		})

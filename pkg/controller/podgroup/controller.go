@@ -56,35 +56,15 @@ type Controller struct {
 	nsSelector  labels.Selector
 	synced      []cache.InformerSynced
 
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    workqueue.TypedRateLimitingInterface[scheduling.GroupKey]
 	recorder record.EventRecorder
-	// expectations holds pods whose tracking finalizer was removed, and
-	// ungated pods whose admission gate was removed, until a sync sees it.
-	expectations *removalExpectations
-	ungated      *removalExpectations
-	// adopted holds running pods to which the tracking finalizer was added
-	// back (adopt.go), until a sync sees it.
-	adopted *removalExpectations
-	// counted holds the pods whose finalizer was taken off once they were
-	// recorded, while they exist, so that one put back is never counted
-	// again (recount.go).
-	counted *removalExpectations
-	// rejections holds the groups whose status write the API refused for
-	// good, so that admission does not decide the same again at once
-	// (statusrejected.go).
-	rejections *rejections
-	clock      clock.Clock
+	// memory is what the controller remembers of each group between its
+	// syncs (memory.go): expectations, its batch, its last status write and
+	// the last one refused.
+	memory *groupMemories
+	clock  clock.Clock
 
 	mu sync.Mutex
-	// lastPodSeen is when the newest pod of a group was first seen, for the
-	// gate-removal latency metric.
-	lastPodSeen map[string]time.Time
-	// batchStart is when the first change of a group's status that waits
-	// for the batch period appeared; a status write ends the batch.
-	batchStart map[string]time.Time
-	// written holds what the last status writes returned, until the
-	// informer shows them.
-	written *writtenGroups
 	// warned remembers, per pod, the reasons of the one-off events it was
 	// sent, so that syncs do not repeat them. A pod's entry goes with the pod.
 	warned map[types.UID]sets.Set[string]
@@ -139,30 +119,23 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		return nil, fmt.Errorf("indexing PodGroups by owner: %w", err)
 	}
 	c := &Controller{
-		cfg:          cfg,
-		kube:         kube,
-		muster:       muster,
-		podIndexer:   pods.Informer().GetIndexer(),
-		pgLister:     podGroups.Lister(),
-		pgIndexer:    podGroups.Informer().GetIndexer(),
-		nsLister:     namespaces.Lister(),
-		jobLister:    inf.Jobs.Lister(),
-		stsLister:    inf.StatefulSets.Lister(),
-		nsSelector:   sel,
-		synced:       []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
-		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgroup"}),
-		recorder:     recorder,
-		expectations: newRemovalExpectations(scheduling.HasTrackingFinalizer),
-		ungated:      newRemovalExpectations(scheduling.HasGate),
-		adopted:      newRemovalExpectations(func(p *corev1.Pod) bool { return !scheduling.HasTrackingFinalizer(p) }),
-		counted:      newCountedPods(),
-		rejections:   newRejections(),
-		clock:        clock.RealClock{},
-		lastPodSeen:  map[string]time.Time{},
-		batchStart:   map[string]time.Time{},
-		written:      newWrittenGroups(),
-		warned:       map[types.UID]sets.Set[string]{},
-		requester:    inf.Requester,
+		cfg:        cfg,
+		kube:       kube,
+		muster:     muster,
+		podIndexer: pods.Informer().GetIndexer(),
+		pgLister:   podGroups.Lister(),
+		pgIndexer:  podGroups.Informer().GetIndexer(),
+		nsLister:   namespaces.Lister(),
+		jobLister:  inf.Jobs.Lister(),
+		stsLister:  inf.StatefulSets.Lister(),
+		nsSelector: sel,
+		synced:     []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
+		queue:      workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "podgroup"}),
+		recorder:   recorder,
+		memory:     newGroupMemories(),
+		clock:      clock.RealClock{},
+		warned:     map[types.UID]sets.Set[string]{},
+		requester:  inf.Requester,
 	}
 	adm, admSynced, err := c.newAdmitter(nodes)
 	if err != nil {
@@ -286,8 +259,8 @@ func isStaleRead(err error) bool {
 }
 
 // podsOf returns the pods labelled for a group, from the index.
-func (c *Controller) podsOf(namespace, name string) ([]*corev1.Pod, error) {
-	objs, err := c.podIndexer.ByIndex(GroupIndex, groupKey(namespace, name))
+func (c *Controller) podsOf(key scheduling.GroupKey) ([]*corev1.Pod, error) {
+	objs, err := c.podIndexer.ByIndex(GroupIndex, key.String())
 	if err != nil {
 		return nil, fmt.Errorf("reading pod index: %w", err)
 	}

@@ -24,7 +24,7 @@ func (countAdmission) start(context.Context, *sync.WaitGroup, <-chan struct{}) {
 
 // admitGang admits every complete gang. Pods of createdLater roles are not
 // waited for, and nothing is reserved for them, which the message says.
-func (countAdmission) admitGang(_ string, _ *v1alpha1.PodGroup, v *podView, need, later int32, _ time.Time) (bool, string, string) {
+func (countAdmission) admitGang(_ scheduling.GroupKey, _ *v1alpha1.PodGroup, v *podView, need, later int32, _ time.Time) (bool, string, string) {
 	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
 	if later > 0 {
 		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", v.active, later)
@@ -33,15 +33,15 @@ func (countAdmission) admitGang(_ string, _ *v1alpha1.PodGroup, v *podView, need
 }
 
 // admitJoiners has nothing to do: joiners of an admitted group go at once.
-func (countAdmission) admitJoiners(string, *v1alpha1.PodGroup, *podView, time.Time) time.Duration {
+func (countAdmission) admitJoiners(scheduling.GroupKey, *v1alpha1.PodGroup, *podView, time.Time) time.Duration {
 	return 0
 }
 
-func (countAdmission) withdraw(string) {}
+func (countAdmission) withdraw(scheduling.GroupKey) {}
 
-func (countAdmission) drop(string) {}
+func (countAdmission) drop(scheduling.GroupKey) {}
 
-func (countAdmission) recorded(string) {}
+func (countAdmission) recorded(scheduling.GroupKey) {}
 
 // releaseTo releases every gated pod, unpinned.
 func (countAdmission) releaseTo(map[types.UID]string, *corev1.Pod) (string, bool) {
@@ -56,10 +56,10 @@ func (countAdmission) unreservedLater(pg *v1alpha1.PodGroup, v *podView) int32 {
 
 func (countAdmission) observePod(*corev1.Pod, bool) {}
 
-func (countAdmission) observeGroup(string, *v1alpha1.PodGroup) {}
+func (countAdmission) observeGroup(scheduling.GroupKey, *v1alpha1.PodGroup) {}
 
 // explainStalled has nothing to say: count admission pins no pod.
 func (countAdmission) explainStalled(*corev1.Pod, string) string { return "" }
 
 // beforeRelease has nothing to do: count admission asks no autoscaler.
-func (countAdmission) beforeRelease(context.Context, string) error { return nil }
+func (countAdmission) beforeRelease(context.Context, scheduling.GroupKey) error { return nil }

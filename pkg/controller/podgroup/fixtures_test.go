@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +20,16 @@ import (
 const (
 	testNS    = "ns"
 	testGroup = "pg"
-	testKey   = testNS + "/" + testGroup
 )
+
+// testKey is the key of the group most tests sync.
+var testKey = scheduling.NewGroupKey(testNS, testGroup)
+
+// gk is the group key a test writes as "namespace/name".
+func gk(s string) scheduling.GroupKey {
+	ns, name, _ := strings.Cut(s, "/")
+	return scheduling.NewGroupKey(ns, name)
+}
 
 // t0 is the fake clock's start.
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

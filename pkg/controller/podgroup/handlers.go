@@ -19,9 +19,7 @@ func (c *Controller) addPod(obj interface{}) {
 	if !ok || !(c.managedNamespace(p.Namespace) || holdsFinalizerToRelease(p)) {
 		return
 	}
-	c.mu.Lock()
-	c.lastPodSeen[key] = c.clock.Now()
-	c.mu.Unlock()
+	c.memory.sawPod(key, c.clock.Now())
 	c.queue.Add(key)
 }
 
@@ -79,7 +77,7 @@ func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
 	if old, ok := oldObj.(*corev1.Namespace); ok && maps.Equal(old.Labels, ns.Labels) {
 		return
 	}
-	keys := sets.New[string]()
+	keys := sets.New[scheduling.GroupKey]()
 	if groups, err := c.pgLister.PodGroups(ns.Name).List(labels.Everything()); err == nil {
 		for _, pg := range groups {
 			keys.Insert(groupKey(pg.Namespace, pg.Name))
@@ -100,29 +98,20 @@ func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
 
 func (c *Controller) addPodGroup(obj interface{}) {
 	if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-		c.admitter.observeGroup(groupKey(pg.Namespace, pg.Name), pg)
-	}
-	c.enqueueObject(obj)
-}
-
-func (c *Controller) enqueueObject(obj interface{}) {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err == nil {
+		key := groupKey(pg.Namespace, pg.Name)
+		c.admitter.observeGroup(key, pg)
 		c.queue.Add(key)
 	}
 }
 
 func (c *Controller) deletePodGroup(obj interface{}) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	name, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		return
 	}
+	key := groupKey(name.Namespace, name.Name)
 	metrics.forgetGroup(key)
 	c.admitter.observeGroup(key, nil)
-	c.mu.Lock()
-	delete(c.batchStart, key)
-	c.written.forget(key)
-	delete(c.lastPodSeen, key)
-	c.mu.Unlock()
+	c.memory.forget(key)
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.
 }

@@ -32,10 +32,10 @@ type heldPlacements struct {
 	mu sync.Mutex
 	// since maps a group to the placed pods that stay gated, and since when
 	// this leader has seen them so.
-	since map[string]map[types.UID]time.Time
+	since map[scheduling.GroupKey]map[types.UID]time.Time
 	// expired maps a group whose held placements were given back to its
 	// pods as they were then.
-	expired map[string]podsShape
+	expired map[scheduling.GroupKey]podsShape
 }
 
 // podsShape is what of a group's pods must change before its joiners are
@@ -44,7 +44,7 @@ type podsShape struct{ pods, active int32 }
 
 // forget drops what is held of a deleted group, so that the memory lasts no
 // longer than the group.
-func (h *heldPlacements) forget(key string) {
+func (h *heldPlacements) forget(key scheduling.GroupKey) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.since, key)
@@ -54,7 +54,7 @@ func (h *heldPlacements) forget(key string) {
 // expireHeld is placeJoiners' first share: it gives back the placements
 // of pods that have stayed gated past maxHeldPlacement, and reports
 // whether the group's joiners may be placed now, and when to look again.
-func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) (bool, time.Duration) {
+func (a *capacityAdmission) expireHeld(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) (bool, time.Duration) {
 	h := &a.held
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -89,7 +89,7 @@ func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *pod
 		delete(h.since, key)
 	} else {
 		if h.since == nil {
-			h.since = map[string]map[types.UID]time.Time{}
+			h.since = map[scheduling.GroupKey]map[types.UID]time.Time{}
 		}
 		h.since[key] = seen
 	}
@@ -104,7 +104,7 @@ func (a *capacityAdmission) expireHeld(key string, pg *v1alpha1.PodGroup, v *pod
 		return true, next
 	}
 	if h.expired == nil {
-		h.expired = map[string]podsShape{}
+		h.expired = map[scheduling.GroupKey]podsShape{}
 	}
 	h.expired[key] = shape
 	// A placement made since (a pod that claimed a reserved place in this

@@ -66,14 +66,14 @@ func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev
 // admission placed the gang with them, so a driver's workers that arrive
 // one by one each go at once (reservations.go). With count admission
 // nothing is reserved, and such pods are not waited for.
-func (c *Controller) gangHas(key string, pg *v1alpha1.PodGroup, v *podView, going []*corev1.Pod) int32 {
+func (c *Controller) gangHas(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, going []*corev1.Pod) int32 {
 	goingNow := sets.New[types.UID]()
 	for _, p := range going {
 		goingNow.Insert(p.UID)
 	}
 	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg) + c.admitter.unreservedLater(pg, v)
 	for _, p := range activeGated(v) {
-		if !goingNow.Has(p.UID) && !c.ungated.pending(key, p.UID) {
+		if !goingNow.Has(p.UID) && !c.memory.expecting(key, gatesRemoved, p.UID) {
 			have--
 		}
 	}
@@ -108,7 +108,7 @@ func admittedWith(pg *v1alpha1.PodGroup, ready []*corev1.Pod) []*corev1.Pod {
 // Pods that ended include any replacement that ran and failed, so it may
 // overstate the decision's released part, never understate it: a release
 // is then taken as carried out, and its gated pods wait as joiners.
-func (c *Controller) releasedSoFar(key string, pg *v1alpha1.PodGroup, v *podView) int32 {
+func (c *Controller) releasedSoFar(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView) int32 {
 	return v.active - int32(len(activeGated(v))) + c.finishedSoFar(key, pg, v, resultSucceeded) + c.finishedSoFar(key, pg, v, resultFailed)
 }
 
@@ -116,7 +116,7 @@ func (c *Controller) releasedSoFar(key string, pg *v1alpha1.PodGroup, v *podView
 // those counted, those recorded and not counted yet, and those this sync
 // saw finish but has not recorded (batching). A pod whose finalizer removal
 // the cache does not show yet may be counted already, so it is skipped.
-func (c *Controller) finishedSoFar(key string, pg *v1alpha1.PodGroup, v *podView, result podResult) int32 {
+func (c *Controller) finishedSoFar(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, result podResult) int32 {
 	n := pg.Status.Succeeded
 	var uncounted []types.UID
 	if u := pg.Status.UncountedTerminatedPods; u != nil {
@@ -132,7 +132,7 @@ func (c *Controller) finishedSoFar(key string, pg *v1alpha1.PodGroup, v *podView
 	recorded := sets.New(uncounted...)
 	n += int32(len(uncounted))
 	for uid, r := range v.finished {
-		if r == result && !recorded.Has(uid) && !c.expectations.pending(key, uid) {
+		if r == result && !recorded.Has(uid) && !c.memory.expecting(key, finalizersRemoved, uid) {
 			n++
 		}
 	}

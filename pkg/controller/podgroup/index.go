@@ -29,25 +29,20 @@ func addPodIndexer(informer cache.SharedIndexInformer) error {
 			return nil, fmt.Errorf("indexing %T as a pod", obj)
 		}
 		if key, ok := podGroupKey(p); ok {
-			return []string{key}, nil
+			return []string{key.String()}, nil
 		}
 		return nil, nil
 	}})
 }
 
 // groupKey is the key of the group name in namespace: the workqueue's key,
-// the GroupIndex value of its pods, and the key of its expectations. It is
-// the format of cache.MetaNamespaceKeyFunc, which the PodGroup handlers use,
-// so that a group's events and its pods' events meet on one key.
-func groupKey(namespace, name string) string {
-	return namespace + "/" + name
+// its pods' GroupIndex value (as a string), and the key of all the
+// controller keeps per group.
+func groupKey(namespace, name string) scheduling.GroupKey {
+	return scheduling.NewGroupKey(namespace, name)
 }
 
 // podGroupKey is the key of the group a pod is labelled for, if any.
-func podGroupKey(p *corev1.Pod) (string, bool) {
-	name := p.Labels[scheduling.PodGroupLabel]
-	if name == "" {
-		return "", false
-	}
-	return groupKey(p.Namespace, name), true
+func podGroupKey(p *corev1.Pod) (scheduling.GroupKey, bool) {
+	return scheduling.GroupKeyOf(p)
 }

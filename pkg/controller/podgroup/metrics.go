@@ -7,6 +7,8 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 const metricsSubsystem = "muster"
@@ -33,7 +35,7 @@ type controllerMetrics struct {
 	mu sync.Mutex
 	// groups remembers each group's gated pods and phase, so that the gauge
 	// is a sum kept exact as groups change phase or go away.
-	groups map[string]groupGauge
+	groups map[scheduling.GroupKey]groupGauge
 }
 
 type groupGauge struct {
@@ -110,7 +112,7 @@ func newControllerMetrics() *controllerMetrics {
 			Subsystem: metricsSubsystem, Name: "capacity_requests_withdrawn_total",
 			Help: "Capacity requests withdrawn before their gang had room: reason timeout (--capacity-request-timeout) or refused (by the autoscaler).", StabilityLevel: k8smetrics.ALPHA,
 		}, []string{"reason"}),
-		groups: map[string]groupGauge{},
+		groups: map[scheduling.GroupKey]groupGauge{},
 	}
 	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
 		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted,
@@ -119,21 +121,21 @@ func newControllerMetrics() *controllerMetrics {
 }
 
 // observeGroup updates the gated-pods gauge for one group.
-func (m *controllerMetrics) observeGroup(key string, pg *v1alpha1.PodGroup) {
+func (m *controllerMetrics) observeGroup(key scheduling.GroupKey, pg *v1alpha1.PodGroup) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.move(key, &groupGauge{phase: string(pg.Status.Phase), gated: pg.Status.Gated, stalled: isStalled(pg)})
 }
 
 // forgetGroup drops a deleted group from the gauge.
-func (m *controllerMetrics) forgetGroup(key string) {
+func (m *controllerMetrics) forgetGroup(key scheduling.GroupKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.move(key, nil)
 }
 
 // move replaces a group's share of the gauges; nil removes the group.
-func (m *controllerMetrics) move(key string, now *groupGauge) {
+func (m *controllerMetrics) move(key scheduling.GroupKey, now *groupGauge) {
 	if old, ok := m.groups[key]; ok {
 		m.gatedPods.WithLabelValues(old.phase).Add(-float64(old.gated))
 		if old.stalled {

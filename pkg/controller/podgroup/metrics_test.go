@@ -30,13 +30,13 @@ func TestGatedPodsGauge(t *testing.T) {
 		do                func()
 		pending, admitted float64
 	}{
-		{name: "a pending group adds its gated pods", do: func() { metrics.observeGroup("gauge/a", group(v1alpha1.PodGroupPending, 3)) }, pending: 3},
-		{name: "a second group adds to the sum", do: func() { metrics.observeGroup("gauge/b", group(v1alpha1.PodGroupPending, 2)) }, pending: 5},
-		{name: "a group seen again is not added twice", do: func() { metrics.observeGroup("gauge/a", group(v1alpha1.PodGroupPending, 3)) }, pending: 5},
-		{name: "a group that changes phase moves its pods", do: func() { metrics.observeGroup("gauge/a", group(v1alpha1.PodGroupAdmitted, 1)) }, pending: 2, admitted: 1},
-		{name: "a deleted group leaves the sum", do: func() { metrics.forgetGroup("gauge/b") }, admitted: 1},
-		{name: "a group without a phase yet is not counted", do: func() { metrics.observeGroup("gauge/a", group("", 4)) }},
-		{name: "forgetting an unknown group changes nothing", do: func() { metrics.forgetGroup("gauge/none") }},
+		{name: "a pending group adds its gated pods", do: func() { metrics.observeGroup(gk("gauge/a"), group(v1alpha1.PodGroupPending, 3)) }, pending: 3},
+		{name: "a second group adds to the sum", do: func() { metrics.observeGroup(gk("gauge/b"), group(v1alpha1.PodGroupPending, 2)) }, pending: 5},
+		{name: "a group seen again is not added twice", do: func() { metrics.observeGroup(gk("gauge/a"), group(v1alpha1.PodGroupPending, 3)) }, pending: 5},
+		{name: "a group that changes phase moves its pods", do: func() { metrics.observeGroup(gk("gauge/a"), group(v1alpha1.PodGroupAdmitted, 1)) }, pending: 2, admitted: 1},
+		{name: "a deleted group leaves the sum", do: func() { metrics.forgetGroup(gk("gauge/b")) }, admitted: 1},
+		{name: "a group without a phase yet is not counted", do: func() { metrics.observeGroup(gk("gauge/a"), group("", 4)) }},
+		{name: "forgetting an unknown group changes nothing", do: func() { metrics.forgetGroup(gk("gauge/none")) }},
 	}
 	for _, s := range steps {
 		s.do()

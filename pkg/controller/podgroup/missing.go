@@ -28,13 +28,13 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	key := groupKey(namespace, name)
 	var deleting []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil && scheduling.HasTrackingFinalizer(p) && !c.expectations.pending(key, p.UID) {
+		if p.DeletionTimestamp != nil && scheduling.HasTrackingFinalizer(p) && !c.memory.expecting(key, finalizersRemoved, p.UID) {
 			deleting = append(deleting, p)
 		}
 	}
 	if len(deleting) > 0 {
 		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch, true)
-		c.expectations.expect(key, done...)
+		c.memory.expect(key, finalizersRemoved, done...)
 		if len(errs) > 0 {
 			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
 		}

@@ -99,7 +99,7 @@ func TestOrderedReadyReportFollowsTheStatefulSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.observe()
-	if got := h.queued(); len(got) != 1 || got[0] != testKey {
+	if got := h.queued(); len(got) != 1 || got[0] != testKey.String() {
 		t.Errorf("queued %v when the StatefulSet arrived, want [%s]", got, testKey)
 	}
 	h.step(0)

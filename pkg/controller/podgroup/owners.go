@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // ownerKind is an owner reference's apiVersion and kind, compared as
@@ -142,7 +144,7 @@ func addGroupOwnerIndexer(informer cache.SharedIndexInformer) error {
 // groups it owns, from OwnerIndex: an owner's event costs its own pods and
 // groups, never all of them.
 func (c *Controller) requeueOwned(owner types.UID) {
-	keys := sets.New[string]()
+	keys := sets.New[scheduling.GroupKey]()
 	if objs, err := c.podIndexer.ByIndex(OwnerIndex, string(owner)); err == nil {
 		for _, o := range objs {
 			if p := o.(*corev1.Pod); c.managedNamespace(p.Namespace) {

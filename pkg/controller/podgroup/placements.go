@@ -21,7 +21,7 @@ import (
 // into status.placements in the same write as Admitted=True, before any pod
 // is pinned or released. It reports whether the gang is admitted now and,
 // if not, why the last cycle left it waiting (a zero Verdict before any).
-func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (capacity.Verdict, bool) {
+func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (capacity.Verdict, bool) {
 	// The missing pods of createdLater roles are placed from their role's
 	// template, in the same all-or-nothing placement, and reserved
 	// (reservations.go).
@@ -74,7 +74,7 @@ func (a *capacityAdmission) placeGang(key string, pg *v1alpha1.PodGroup, v *podV
 // capacity allows, and recorded in status before they are released. A
 // placement whose pod stays gated is given back after a while
 // (heldjoiners.go). It returns when to look again.
-func (a *capacityAdmission) placeJoiners(key string, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
+func (a *capacityAdmission) placeJoiners(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
 	ok, next := a.expireHeld(key, pg, v, now)
 	if !ok {
 		a.drop(key)

@@ -239,11 +239,11 @@ func twoGangsOnOneNode(t *testing.T) (*v1alpha1.PodGroup, *harness) {
 // before the first is bound.
 func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 	_, h := twoGangsOnOneNode(t)
-	if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
+	if _, err := h.c.sync(t.Context(), gk(testNS+"/b")); err != nil {
 		t.Fatal(err)
 	}
 	h.admission().admitCycle()
-	v, ok := h.admission().queue.waitReason(testNS + "/b")
+	v, ok := h.admission().queue.waitReason(gk(testNS + "/b"))
 	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
 		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity behind the reservation", v)
 	}
@@ -257,7 +257,7 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 // room kube-scheduler saw full.
 func TestCapacityReleasedPodHoldsItsNodeAtOnce(t *testing.T) {
 	pg, h := twoGangsOnOneNode(t)
-	if _, err := h.c.sync(t.Context(), testNS+"/"+pg.Name); err != nil {
+	if _, err := h.c.sync(t.Context(), gk(testNS+"/"+pg.Name)); err != nil {
 		t.Fatal(err)
 	}
 	if p := h.pod("a-0"); scheduling.HasGate(p) {
@@ -266,13 +266,13 @@ func TestCapacityReleasedPodHoldsItsNodeAtOnce(t *testing.T) {
 	// The informer is not told of the release; the status drops the placements.
 	pruned := pg.DeepCopy()
 	pruned.Status.Placements = nil
-	h.admission().observeGroup(testNS+"/"+pg.Name, pruned)
+	h.admission().observeGroup(gk(testNS+"/"+pg.Name), pruned)
 
-	if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
+	if _, err := h.c.sync(t.Context(), gk(testNS+"/b")); err != nil {
 		t.Fatal(err)
 	}
 	h.admission().admitCycle()
-	v, ok := h.admission().queue.waitReason(testNS + "/b")
+	v, ok := h.admission().queue.waitReason(gk(testNS + "/b"))
 	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
 		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity: gang a's released pods hold n1", v)
 	}

@@ -119,7 +119,7 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 	// The cache answers for a victim already marked, gone or replaced, so
 	// that a preemptor's syncs while its victims go cost no API call.
 	if cached, err := c.pgLister.PodGroups(v.Namespace).Get(v.Name); apierrors.IsNotFound(err) ||
-		(err == nil && (cached.UID != v.UID || !isAdmitted(c.written.fresh(groupKey(v.Namespace, v.Name), cached)))) {
+		(err == nil && (cached.UID != v.UID || !isAdmitted(c.memory.fresh(groupKey(v.Namespace, v.Name), cached)))) {
 		return nil
 	}
 	client := c.muster.SchedulingV1alpha1().PodGroups(v.Namespace)
@@ -143,7 +143,7 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 		if err != nil {
 			return err
 		}
-		c.written.wrote(groupKey(v.Namespace, v.Name), pg, updated)
+		c.memory.wrote(groupKey(v.Namespace, v.Name), pg, updated)
 		marked = true
 		return nil
 	})

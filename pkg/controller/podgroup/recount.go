@@ -11,15 +11,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// newCountedPods remembers, per group, the pods whose finalizer step 10
-// took off after their UID was recorded: they are counted, or will be by
-// the write of step 13. An entry lasts as long as its pod exists (step 1
-// drops the UIDs of pods a snapshot no longer has), so it costs one UID per
-// pod the cache holds anyway, never more.
-func newCountedPods() *removalExpectations {
-	return newRemovalExpectations(func(*corev1.Pod) bool { return true })
-}
-
 // refuseRecounts is step 5a (issue 21, item 7): a finished pod that carries
 // the tracking finalizer is counted only if its finalizer was never taken
 // off. Muster adds the finalizer only to a pod that has not ended (the
@@ -33,12 +24,12 @@ func newCountedPods() *removalExpectations {
 //     with the finalizer Muster gave it. This holds across restarts, since
 //     it reads only the group's status;
 //   - a pod whose finalizer this controller took off after recording it
-//     (c.counted), for as long as the pod exists.
+//     (uidsCounted, memory.go), for as long as the pod exists.
 //
 // Its UID is kept out of step 5, and step 10 takes the finalizer off again
 // without counting it, so that nothing is left stuck. A UID already in
 // uncountedTerminatedPods is recorded, not counted yet, and is left alone.
-func (c *Controller) refuseRecounts(key string, pg *v1alpha1.PodGroup, v *podView) {
+func (c *Controller) refuseRecounts(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView) {
 	recorded := map[types.UID]bool{}
 	if u := pg.Status.UncountedTerminatedPods; u != nil {
 		for _, uid := range slices.Concat(u.Succeeded, u.Failed) {
@@ -47,7 +38,7 @@ func (c *Controller) refuseRecounts(key string, pg *v1alpha1.PodGroup, v *podVie
 	}
 	finished := isFinished(pg)
 	for uid := range v.finished {
-		if recorded[uid] || (!finished && !c.counted.pending(key, uid)) {
+		if recorded[uid] || (!finished && !c.memory.expecting(key, uidsCounted, uid)) {
 			continue
 		}
 		delete(v.finished, uid)

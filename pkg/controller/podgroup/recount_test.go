@@ -106,12 +106,12 @@ func TestCountedPodsAreBounded(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.StatusBatchPeriod = 0 }, objects(admitted(2), newPod("a", succeeded), newPod("busy", running))...)
 	h.sync()
 	h.step(time.Second)
-	if !h.c.counted.pending(testKey, "uid-a") {
+	if !h.c.memory.expecting(testKey, uidsCounted, "uid-a") {
 		t.Fatalf("a, counted, is not remembered")
 	}
 	h.deletePod("a")
 	h.step(time.Second)
-	if h.c.counted.pending(testKey, "uid-a") {
+	if h.c.memory.expecting(testKey, uidsCounted, "uid-a") {
 		t.Errorf("a is remembered after it was deleted")
 	}
 }

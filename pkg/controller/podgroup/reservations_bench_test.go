@@ -40,7 +40,7 @@ func BenchmarkAdmitRoleCreatedLater(b *testing.B) {
 			a := &capacityAdmission{
 				tracker: capacity.NewTracker(true), queue: newAdmissionQueue(), filters: f,
 				strategy: capacity.BestEffortFIFO, recorder: record.NewFakeRecorder(100),
-				clock: clocktesting.NewFakeClock(t0), enqueue: func(string) {},
+				clock: clocktesting.NewFakeClock(t0), enqueue: func(scheduling.GroupKey) {},
 			}
 			for i := range nodes {
 				a.tracker.SetNode(newNode(fmt.Sprintf("n%04d", i), "32"))

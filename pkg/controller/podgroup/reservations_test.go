@@ -264,19 +264,19 @@ func TestReservationsHoldCapacity(t *testing.T) {
 	h := newHarness(t, func(c *Config) { capacityMode(c); c.ReservationTimeout = 2 * time.Minute }, objs...)
 	syncB := func() {
 		t.Helper()
-		if _, err := h.c.sync(t.Context(), testNS+"/b"); err != nil {
+		if _, err := h.c.sync(t.Context(), gk(testNS+"/b")); err != nil {
 			t.Fatal(err)
 		}
 		h.admission().admitCycle()
 	}
 	syncB()
-	if v, ok := h.admission().queue.waitReason(testNS + "/b"); !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
+	if v, ok := h.admission().queue.waitReason(gk(testNS + "/b")); !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
 		t.Fatalf("gang b: %+v, %v; want it waiting for capacity the reservation holds", v, ok)
 	}
 	h.step(2 * time.Minute) // the reservation expires, and its write is observed.
 	h.observe()
 	syncB()
-	if _, ok := h.admission().queue.decision(testNS + "/b"); !ok {
+	if _, ok := h.admission().queue.decision(gk(testNS + "/b")); !ok {
 		t.Fatalf("gang b not admitted after the reservation was given back")
 	}
 }

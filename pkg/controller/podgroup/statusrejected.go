@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,50 +57,47 @@ type rejection struct {
 	msg        string
 }
 
-// rejections remembers, per group, the last status write refused for good.
-// An entry goes when the group's spec changes, when the group is gone, or
-// when a later write admits it, so it holds at most one entry per group.
-type rejections struct {
-	mu sync.Mutex
-	m  map[string]rejection
-}
+// A group's memory keeps the last status write refused for good
+// (groupMemory.rejection). It goes when the group's spec changes, when the
+// group is gone, or when a later write admits it.
 
-func newRejections() *rejections { return &rejections{m: map[string]rejection{}} }
-
-// add records a refusal at now and returns the backoff it starts: doubled
-// from the last one while the spec is unchanged.
-func (r *rejections) add(key string, generation int64, msg string, now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// reject records a refusal at now and returns the backoff it starts:
+// doubled from the last one while the spec is unchanged.
+func (g *groupMemories) reject(key scheduling.GroupKey, generation int64, msg string, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.of(key)
 	backoff := statusRejectedBackoff
-	if old, ok := r.m[key]; ok && old.generation == generation {
+	if old := m.rejection; old != nil && old.generation == generation {
 		backoff = min(2*old.backoff, maxStatusRejectedBackoff)
 	}
-	r.m[key] = rejection{generation: generation, until: now.Add(backoff), backoff: backoff, msg: msg}
+	m.rejection = &rejection{generation: generation, until: now.Add(backoff), backoff: backoff, msg: msg}
 	return backoff
 }
 
-// holding reports how long admission still waits for the group at
+// rejectionHolds reports how long admission still waits for the group at
 // generation, 0 if it may decide now. A new generation ends the wait.
-func (r *rejections) holding(key string, generation int64, now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old, ok := r.m[key]
-	if !ok {
+func (g *groupMemories) rejectionHolds(key scheduling.GroupKey, generation int64, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.peek(key)
+	if m == nil || m.rejection == nil {
 		return 0
 	}
-	if old.generation != generation {
-		delete(r.m, key)
+	if m.rejection.generation != generation {
+		m.rejection = nil
 		return 0
 	}
-	return max(old.until.Sub(now), 0)
+	return max(m.rejection.until.Sub(now), 0)
 }
 
-// forget drops the group's entry.
-func (r *rejections) forget(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.m, key)
+// forgetRejection drops the group's refused write.
+func (g *groupMemories) forgetRejection(key scheduling.GroupKey) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m := g.peek(key); m != nil {
+		m.rejection = nil
+	}
 }
 
 // rejectedMessage names what the API refused, field by field where it says.
@@ -129,10 +125,10 @@ func rejectedMessage(err error) string {
 // admitted gets Admitted=False/StatusRejected naming the refused field; an
 // admitted one keeps its condition, since admission cannot be undone, and
 // only the Warning event says it. It returns when to look again.
-func (c *Controller) giveUpStatus(ctx context.Context, key string, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
+func (c *Controller) giveUpStatus(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
 	c.admitter.drop(key)
 	what := rejectedMessage(writeErr)
-	backoff := c.rejections.add(key, pg.Generation, what, now)
+	backoff := c.memory.reject(key, pg.Generation, what, now)
 	msg := truncate(fmt.Sprintf("the API refused this group's status write for good: %s; the decision it carried and the capacity assumed for it were given back, and admission decides again in %s or once the spec changes", what, backoff))
 	klog.FromContext(ctx).Info("Status write refused for good; gave up its decision", "err", writeErr, "backoff", backoff)
 	minimal := pg.DeepCopy()

@@ -95,12 +95,12 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 
 			// The capacity it assumed is free: another gang takes it.
 			otherKey := testNS + "/other"
-			if _, err := h.c.sync(t.Context(), otherKey); err != nil {
+			if _, err := h.c.sync(t.Context(), gk(otherKey)); err != nil {
 				t.Fatal(err)
 			}
 			h.admission().admitCycle()
 			h.observe()
-			if _, err := h.c.sync(t.Context(), otherKey); err != nil {
+			if _, err := h.c.sync(t.Context(), gk(otherKey)); err != nil {
 				t.Fatal(err)
 			}
 			h.observe()
@@ -128,7 +128,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 }
 
 // waitingFor reports whether the group is a candidate of the next cycle.
-func waitingFor(h *harness, key string) bool {
+func waitingFor(h *harness, key scheduling.GroupKey) bool {
 	return slices.ContainsFunc(h.admission().queue.snapshot(), func(c capacity.Candidate) bool { return c.Key == key })
 }
 
@@ -179,26 +179,26 @@ func TestSyncGroupCreatedFromAnAnnotationAboveTheLimit(t *testing.T) {
 // TestRefusedStatusWaitsForASpecChange: a new generation of the spec ends
 // the backoff at once; the backoff doubles while the spec stays.
 func TestRefusedStatusWaitsForASpecChange(t *testing.T) {
-	r := newRejections()
-	if d := r.add(testKey, 1, "x", t0); d != statusRejectedBackoff {
+	r := newGroupMemories()
+	if d := r.reject(testKey, 1, "x", t0); d != statusRejectedBackoff {
 		t.Errorf("first backoff %s, want %s", d, statusRejectedBackoff)
 	}
-	if d := r.holding(testKey, 1, t0.Add(time.Second)); d != statusRejectedBackoff-time.Second {
+	if d := r.rejectionHolds(testKey, 1, t0.Add(time.Second)); d != statusRejectedBackoff-time.Second {
 		t.Errorf("holding %s, want %s", d, statusRejectedBackoff-time.Second)
 	}
-	if d := r.add(testKey, 1, "x", t0); d != 2*statusRejectedBackoff {
+	if d := r.reject(testKey, 1, "x", t0); d != 2*statusRejectedBackoff {
 		t.Errorf("second backoff %s, want it doubled", d)
 	}
 	for range 10 {
-		r.add(testKey, 1, "x", t0)
+		r.reject(testKey, 1, "x", t0)
 	}
-	if d := r.holding(testKey, 1, t0); d != maxStatusRejectedBackoff {
+	if d := r.rejectionHolds(testKey, 1, t0); d != maxStatusRejectedBackoff {
 		t.Errorf("backoff %s, want it capped at %s", d, maxStatusRejectedBackoff)
 	}
-	if d := r.holding(testKey, 2, t0); d != 0 {
+	if d := r.rejectionHolds(testKey, 2, t0); d != 0 {
 		t.Errorf("holding %s after the spec changed, want 0", d)
 	}
-	if d := r.add(testKey, 2, "x", t0); d != statusRejectedBackoff {
+	if d := r.reject(testKey, 2, "x", t0); d != statusRejectedBackoff {
 		t.Errorf("backoff %s after the spec changed, want it back at %s", d, statusRejectedBackoff)
 	}
 }

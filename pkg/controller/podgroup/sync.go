@@ -11,7 +11,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -24,37 +23,27 @@ import (
 // before the pod writes that act on it, so a crash between the two is
 // repaired by the next sync and never admits twice or counts twice.
 // It returns when to look at the group again, if a timer matters.
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil // a malformed key can never succeed.
-	}
+func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Duration, error) {
+	namespace, name := key.Namespace, key.Name
 	logger := klog.FromContext(ctx).WithValues("podgroup", key)
 	ctx = klog.NewContext(ctx, logger)
 
-	pods, err := c.podsOf(namespace, name)
+	pods, err := c.podsOf(key)
 	if err != nil {
 		return 0, err
 	}
-	if len(pods) == 0 {
-		// lastPodSeen keeps an entry only for a group that has pods, so that
-		// pods of groups that never come cannot grow it without bound.
-		c.mu.Lock()
-		delete(c.lastPodSeen, key)
-		c.mu.Unlock()
-	}
-	// Step 1, settle: what this snapshot already shows needs no more guarding.
-	c.expectations.settle(key, pods)
-	c.ungated.settle(key, pods)
-	c.adopted.settle(key, pods)
-	c.counted.settle(key, pods)
+	// Step 1, settle: load the group's memory; what this snapshot already
+	// shows needs no more guarding. Whatever the sync leaves it, it is
+	// saved once, at the end.
+	c.memory.load(key, pods)
+	defer c.memory.save(key)
 	// The other paths: a group that does not exist, or is being deleted.
 	pg, err := c.pgLister.PodGroups(namespace).Get(name)
 	if err == nil {
-		pg = c.written.fresh(key, pg)
+		pg = c.memory.fresh(key, pg)
 	}
 	if apierrors.IsNotFound(err) {
-		c.rejections.forget(key)
+		c.memory.forgetRejection(key)
 		if !c.managedNamespace(namespace) {
 			return 0, c.releaseUnmanaged(ctx, key, pods)
 		}
@@ -120,7 +109,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return retryAfter, errors.Join(err, removeErr)
 	}
 	if wrote && isAdmitted(stored) && !isAdmitted(pg) {
-		c.rejections.forget(key)
+		c.memory.forgetRejection(key)
 	}
 	// Step 13 builds on what steps 4 to 8 decided, written or not: a
 	// refresh deferred here (a message that changed within the batch
@@ -185,7 +174,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // that a gang whose pods change state together costs a few writes, not one
 // per pod event. wrote says whether it wrote: only then do the side effects
 // of the decisions in next (podView.onceWritten) happen.
-func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1alpha1.PodGroup, now time.Time) (stored *v1alpha1.PodGroup, flushAfter time.Duration, wrote bool, err error) {
+func (c *Controller) writeStatus(ctx context.Context, key scheduling.GroupKey, pg, next *v1alpha1.PodGroup, now time.Time) (stored *v1alpha1.PodGroup, flushAfter time.Duration, wrote bool, err error) {
 	if equalStatus(pg, next) {
 		return pg, 0, false, nil
 	}
@@ -203,7 +192,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, pg, next *v1al
 		return nil, 0, false, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	c.markFlushed(key)
-	c.written.wrote(key, pg, updated)
+	c.memory.wrote(key, pg, updated)
 	return updated, 0, true, nil
 }
 

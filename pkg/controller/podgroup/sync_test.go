@@ -65,7 +65,7 @@ func TestSyncErrors(t *testing.T) {
 		key:  "a/b/c",
 	}, {
 		name: "a failed first status write acts on nothing",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(newGroup(2), pods("p", 2)...),
 		setup: func(h *harness) {
 			h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
@@ -80,7 +80,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 	}, {
 		name: "a failed first status write removes no finalizer",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
 			h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
@@ -98,7 +98,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 	}, {
 		name: "a failed first status write still takes the finalizer off pods recorded in status and off deleted pods that never ran",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(admitted(2, uncounted(uids("ok"), nil)), newPod("ok", succeeded), newPod("fresh", succeeded),
 			newPod("gone", deletedAt(t0.Add(time.Minute))), newPod("busy", running)),
 		setup: func(h *harness) {
@@ -119,7 +119,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 	}, {
 		name: "a failing gate patch does not stop the finalizer removal and the count of a recorded pod in the same sync",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(admitted(2, uncounted(uids("ok"), nil)), newPod("ok", succeeded), newPod("busy", running), newPod("joiner")),
 		setup: func(h *harness) {
 			h.failPatches(apierrors.NewServiceUnavailable("injected"), "joiner")
@@ -142,7 +142,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 	}, {
 		name: "a failed second status write is returned; the next sync counts from what was stored",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
 			n := 0
@@ -167,7 +167,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 	}, {
 		name: "a sync from a stale PodGroup cache starts from the controller's own last write: no Conflict, nothing counted twice",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
 			h.sync() // counts ok; the group's cache does not see it.
@@ -188,7 +188,7 @@ func TestSyncErrors(t *testing.T) {
 		},
 	}, {
 		name: "a stale cache after someone else's write still fails with a Conflict and writes nothing",
-		key:  testKey,
+		key:  testKey.String(),
 		objs: objects(admitted(2), newPod("ok", succeeded), newPod("busy", running)),
 		setup: func(h *harness) {
 			h.sync() // counts ok; the group's cache does not see it.
@@ -222,7 +222,7 @@ func TestSyncErrors(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(h)
 			}
-			_, err := h.c.sync(t.Context(), tc.key)
+			_, err := h.c.sync(t.Context(), gk(tc.key))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("sync error = %v, want error %v", err, tc.wantErr)
 			}
@@ -262,8 +262,8 @@ func TestProcessNextWorkItem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil, tc.objs...)
 			h.c.queue.ShutDown()
-			h.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-				workqueue.TypedRateLimitingQueueConfig[string]{Clock: h.clock})
+			h.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](),
+				workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Clock: h.clock})
 			t.Cleanup(h.c.queue.ShutDown)
 			if tc.failStatus {
 				h.muster.PrependReactor("update", "podgroups", func(k8sAction) (bool, runtime.Object, error) {

@@ -111,12 +111,12 @@ func TestStaleGateNotPatchedTwice(t *testing.T) {
 	if got := h.podPatches(); len(got) != 0 {
 		t.Errorf("second sync from a stale pod cache patched %v, want nothing", got)
 	}
-	if !h.c.ungated.pending(testKey, "uid-p-0") {
+	if !h.c.memory.expecting(testKey, gatesRemoved, "uid-p-0") {
 		t.Errorf("expectation dropped by a snapshot that still shows the gate")
 	}
 	h.observe()
 	h.sync()
-	if h.c.ungated.pending(testKey, "uid-p-0") || h.c.ungated.pending(testKey, "uid-p-1") {
+	if h.c.memory.expecting(testKey, gatesRemoved, "uid-p-0") || h.c.memory.expecting(testKey, gatesRemoved, "uid-p-1") {
 		t.Errorf("expectations kept after a sync saw the gates gone")
 	}
 }
@@ -146,7 +146,7 @@ func TestExcludedNamespace(t *testing.T) {
 // the finalizer.
 func TestStaleFinalizerNotPatchedTwice(t *testing.T) {
 	h := newHarness(t, nil, objects(admitted(2), newPod("done", ungated, onNode("n"), succeeded), newPod("busy", ungated, onNode("n"), running))...)
-	h.c.expectations.expect(testKey, "uid-done") // removed in the API; the cache lags.
+	h.c.memory.expect(testKey, finalizersRemoved, "uid-done") // removed in the API; the cache lags.
 	pg := h.group()
 	pg.Status.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: uids("done")}
 	if _, err := h.muster.SchedulingV1alpha1().PodGroups(testNS).UpdateStatus(t.Context(), pg, metav1.UpdateOptions{}); err != nil {

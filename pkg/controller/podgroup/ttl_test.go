@@ -77,18 +77,14 @@ func TestLastPodSeenIsBounded(t *testing.T) {
 	h := newHarness(t, nil)
 	h.addPod(newPod("p-0"))
 	h.observe()
-	h.c.mu.Lock()
-	_, seen := h.c.lastPodSeen[testKey]
-	h.c.mu.Unlock()
+	_, seen := h.c.memory.lastPodSeenOf(testKey)
 	if !seen {
 		t.Fatalf("lastPodSeen has no entry for a group with a pod")
 	}
 	h.deletePod("p-0")
 	h.observe()
 	h.sync()
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	if n := len(h.c.lastPodSeen); n != 0 {
+	if n := h.c.memory.lastPodsSeen(); n != 0 {
 		t.Errorf("lastPodSeen holds %d entries after the group's last pod went, want 0", n)
 	}
 }

@@ -68,7 +68,7 @@ func TestFinalizerReleasedInUnmanagedNamespace(t *testing.T) {
 			queued := false
 			for h.c.queue.Len() > 0 {
 				k, _ := h.c.queue.Get()
-				queued = queued || k == unmanagedNS+"/"+testGroup
+				queued = queued || k.String() == unmanagedNS+"/"+testGroup
 				h.c.queue.Done(k)
 			}
 			if !queued {
@@ -88,7 +88,7 @@ func TestFinalizerReleasedInUnmanagedNamespace(t *testing.T) {
 			}
 			h.observe()
 			h.reset()
-			if _, err := h.c.sync(t.Context(), unmanagedNS+"/"+testGroup); err != nil {
+			if _, err := h.c.sync(t.Context(), gk(unmanagedNS+"/"+testGroup)); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range tc.pods {

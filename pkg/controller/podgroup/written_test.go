@@ -28,7 +28,7 @@ func TestWrittenGroups(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWrittenGroups()
+			w := newGroupMemories()
 			for _, wr := range tc.writes {
 				w.wrote(testKey, wr[0], wr[1])
 			}
@@ -38,11 +38,12 @@ func TestWrittenGroups(t *testing.T) {
 		})
 	}
 	t.Run("an entry is dropped once the cache caught up", func(t *testing.T) {
-		w := newWrittenGroups()
+		w := newGroupMemories()
 		w.wrote(testKey, pg("u", "1"), pg("u", "2"))
 		w.fresh(testKey, pg("u", "2"))
-		if len(w.m) != 0 {
-			t.Errorf("entries = %v, want none", w.m)
+		w.save(testKey)
+		if len(w.byGroup) != 0 {
+			t.Errorf("entries = %v, want none", w.byGroup)
 		}
 	})
 }
