@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/version"
 	"github.com/muster-dev/muster/pkg/webhook/pods"
 )
 
@@ -21,6 +22,8 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 		Long: "muster-apiserver serves the Workload and PodGroup kinds of scheduling.muster.dev/v1alpha1 " +
 			"from its own etcd. Register it with kube-apiserver as an APIService, or try it with --standalone.",
 		SilenceUsage: true,
+		// Cobra prints this for --version and returns before RunE.
+		Version: version.Get().String(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.applyLogging(); err != nil {
 				return err
@@ -36,6 +39,10 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	}
 	cmd.SetContext(ctx)
 	o.AddFlags(cmd.Flags())
+	// Declared here rather than left to cobra, which would also give it the
+	// shorthand -v: too close to klog's --v verbosity flag.
+	cmd.Flags().Bool("version", false, "Print the version (the same as the image tag's and the chart's) and exit.")
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	return cmd
 }
 
