@@ -175,7 +175,7 @@ func (c *Cluster) RestartMuster(ctx context.Context) error {
 }
 
 // createCapacityRequestPriorityClass creates the PriorityClass every
-// capacity-request pod names, as artifacts/base/priorityclass.yaml does:
+// capacity-request pod names, as charts/muster/files/priorityclass.yaml does:
 // kube-apiserver refuses a pod whose class is missing, and Muster's role
 // may not create it.
 func (c *Cluster) createCapacityRequestPriorityClass(ctx context.Context) error {

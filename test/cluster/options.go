@@ -24,8 +24,9 @@ const (
 // hack/build-tools.sh builds them.
 var RequiredBinaries = []string{EtcdBinary, KubeAPIServerBinary, ControllerManagerBinary, SchedulerBinary, KwokBinary, KubectlBinary}
 
-// MusterRBACManifest is Muster's RBAC, relative to the repository root.
-const MusterRBACManifest = "artifacts/base/rbac.yaml"
+// MusterRBACManifest is Muster's RBAC as the chart renders it by default
+// (make manifests), relative to the repository root.
+const MusterRBACManifest = "dist/muster-rbac.yaml"
 
 // modulePath identifies the repository root when BinDir is defaulted.
 const modulePath = "github.com/muster-dev/muster"
@@ -62,7 +63,7 @@ type Options struct {
 	MusterArgs []string
 	// PreparePolicy installs the MutatingAdmissionPolicy that prepares new
 	// pods in kube-apiserver, where the cluster serves it (1.36+), as
-	// artifacts/prepare-policy does; else the mutating webhook does the work
+	// the chart's preparePolicy.enabled does; else the mutating webhook does the work
 	// (make perf compares both).
 	PreparePolicy bool
 	// MusterManifests are YAML files applied with kubectl before Muster

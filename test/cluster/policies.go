@@ -37,7 +37,7 @@ func (c *Cluster) servesAdmissionPolicies() (validating, mutating bool, err erro
 }
 
 // registerPreparePolicy creates the MutatingAdmissionPolicy that prepares
-// new pods in kube-apiserver, as artifacts/prepare-policy does.
+// new pods in kube-apiserver, as the chart's preparePolicy.enabled does.
 func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
 	api := c.Client.AdmissionregistrationV1()
 	if _, err := api.MutatingAdmissionPolicies().Create(ctx, pods.PreparePolicy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -50,7 +50,7 @@ func (c *Cluster) registerPreparePolicy(ctx context.Context) error {
 }
 
 // registerPolicies creates Muster's ValidatingAdmissionPolicies and their
-// bindings, as artifacts/base/policies.yaml does.
+// bindings, as charts/muster/files/policies.yaml does.
 func (c *Cluster) registerPolicies(ctx context.Context) error {
 	if err := c.createPolicy(ctx, pods.LabelsPolicy(), pods.PolicyBinding(pods.Config{}, pods.LabelsPolicyName)); err != nil {
 		return err

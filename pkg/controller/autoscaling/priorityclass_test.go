@@ -11,10 +11,10 @@ import (
 )
 
 // TestPriorityClassArtifactMatchesBuilder keeps
-// artifacts/base/priorityclass.yaml, which deployments apply, in step with
+// charts/muster/files/priorityclass.yaml, which deployments apply, in step with
 // PriorityClass, which the local cluster creates.
 func TestPriorityClassArtifactMatchesBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/priorityclass.yaml")
+	data, err := os.ReadFile("../../../charts/muster/files/priorityclass.yaml")
 	if err != nil {
 		t.Fatalf("reading artifacts: %v", err)
 	}

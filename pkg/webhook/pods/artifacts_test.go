@@ -18,26 +18,47 @@ import (
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 )
 
-// TestArtifactsMatchBuilder keeps artifacts/base/webhooks.yaml, which
-// deployments apply, in step with the configurations this package builds
-// for the local cluster: the same webhooks, rules and selectors.
-func TestArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/webhooks.yaml")
+// Where the chart and its default rendering are, from this package.
+const (
+	renderingPath = "../../../dist/muster.yaml"
+	chartFiles    = "../../../charts/muster/files/"
+)
+
+// renderedObject decodes into obj the object of kind and name in the chart's
+// default rendering.
+func renderedObject(t *testing.T, kind, name string, obj any) {
+	t.Helper()
+	data, err := os.ReadFile(renderingPath)
 	if err != nil {
-		t.Fatalf("reading artifacts: %v", err)
+		t.Fatalf("reading the rendering: %v", err)
 	}
-	docs := strings.Split(string(data), "\n---\n")
-	if len(docs) != 2 {
-		t.Fatalf("webhooks.yaml has %d documents, want 2", len(docs))
+	for i, doc := range strings.Split(string(data), "\n---\n") {
+		var meta struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("decoding document %d: %v", i, err)
+		}
+		if meta.Kind == kind && meta.Metadata.Name == name {
+			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+				t.Fatalf("decoding %s %s: %v", kind, name, err)
+			}
+			return
+		}
 	}
+	t.Fatalf("no %s %s in %s", kind, name, renderingPath)
+}
+
+// TestArtifactsMatchBuilder keeps the webhook configurations of the chart's
+// default rendering (dist/muster.yaml), which deployments apply, in step
+// with the configurations this package builds for the local cluster: the
+// same webhooks, rules and selectors.
+func TestArtifactsMatchBuilder(t *testing.T) {
 	var mutating admissionregistrationv1.MutatingWebhookConfiguration
 	var validating admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), &mutating); err != nil {
-		t.Fatalf("decoding the mutating configuration: %v", err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), &validating); err != nil {
-		t.Fatalf("decoding the validating configuration: %v", err)
-	}
+	renderedObject(t, "MutatingWebhookConfiguration", ConfigurationName, &mutating)
+	renderedObject(t, "ValidatingWebhookConfiguration", ConfigurationName, &validating)
 	cfg := Config{
 		Service:  &ServiceReference{Namespace: "muster-system", Name: "muster-apiserver", Port: DefaultPort},
 		CABundle: mutating.Webhooks[0].ClientConfig.CABundle,
@@ -59,10 +80,11 @@ func TestArtifactsMatchBuilder(t *testing.T) {
 	}
 }
 
-// TestPolicyArtifactsMatchBuilder keeps artifacts/base/policies.yaml in step
-// with the policies and bindings this package builds for the local cluster.
+// TestPolicyArtifactsMatchBuilder keeps charts/muster/files/policies.yaml in
+// step with the policies and bindings this package builds for the local
+// cluster.
 func TestPolicyArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/policies.yaml")
+	data, err := os.ReadFile(chartFiles + "policies.yaml")
 	if err != nil {
 		t.Fatalf("reading artifacts: %v", err)
 	}
@@ -100,10 +122,10 @@ func TestPolicyArtifactsMatchBuilder(t *testing.T) {
 }
 
 // TestPreparePolicyArtifactsMatchBuilder keeps
-// artifacts/base/mutating-policy.yaml in step with PreparePolicy and its
-// binding.
+// charts/muster/files/mutating-policy.yaml in step with PreparePolicy and
+// its binding.
 func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/prepare-policy/mutating-policy.yaml")
+	data, err := os.ReadFile(chartFiles + "mutating-policy.yaml")
 	if err != nil {
 		t.Fatalf("reading artifacts: %v", err)
 	}
@@ -128,13 +150,13 @@ func TestPreparePolicyArtifactsMatchBuilder(t *testing.T) {
 }
 
 // TestConfinedPermissionOnlyInMustersRole: the policies find Muster's
-// controller by the permission ConfinedVerb on ConfinedResource, so
-// artifacts/base/rbac.yaml must grant it in Muster's ClusterRole, bound
+// controller by the permission ConfinedVerb on ConfinedResource, so the
+// chart's default rendering must grant it in Muster's ClusterRole, bound
 // cluster-wide, and in no other role, and no role may grant UngrantedVerb
 // or every verb on it (a holder of every verb is taken for an
 // administrator).
 func TestConfinedPermissionOnlyInMustersRole(t *testing.T) {
-	data, err := os.ReadFile("../../../artifacts/base/rbac.yaml")
+	data, err := os.ReadFile(renderingPath)
 	if err != nil {
 		t.Fatalf("reading artifacts: %v", err)
 	}
