@@ -4,6 +4,7 @@ package chart
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -45,12 +47,18 @@ func Decode(data []byte) (Objects, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs Objects
 	for {
-		var m map[string]any
-		err := dec.Decode(&m)
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
 			return objs, nil
 		}
 		if err != nil {
+			return nil, fmt.Errorf("decoding document %d: %w", len(objs)+1, err)
+		}
+		// apimachinery's json keeps whole numbers int64, as the API server
+		// decodes them, so that unstructured's NestedInt64 reads them.
+		var m map[string]any
+		if err := utiljson.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("decoding document %d: %w", len(objs)+1, err)
 		}
 		if len(m) == 0 {
