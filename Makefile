@@ -22,7 +22,7 @@ E2E_OLDEST_TESTS := \
 	TestKubeVersion \
 	TestAPIServiceAvailable \
 	TestDelegatedAuthorization \
-	TestArtifactsDryRun \
+	TestManifestsDryRun \
 	TestGangOfEight \
 	TestRunningPodDeleted \
 	TestGroupDeletedWhilePodsRun \
@@ -111,7 +111,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build version image image-test image-reproduce tools run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: all build version image image-test image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -147,7 +147,7 @@ image-test: image ## Run the image for this host's platform under runc (hack/ins
 	hack/install-oci-runtime.sh
 	cd hack/image && $(GO) test $(GOFLAGS_TEST) -timeout 10m ./... -args -image.layout=$(IMAGE_DIR)/oci
 
-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset and karpenter (only what changed).
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter and helm (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
 run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release, RUN_ARGS=--autoscaler adds Karpenter.
@@ -156,14 +156,54 @@ run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-schedul
 run-standalone: build ## Serve the API alone on loopback, with no cluster.
 	$(BIN)/muster-apiserver --standalone --data-dir=$(OUT)/standalone --secure-port=8443
 
-test: verify unit integration e2e e2e-oldest abuse ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+test: verify chart-lint chart unit integration e2e e2e-oldest abuse ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
 	$(MAKE) --no-print-directory chaos CHAOS_PODS=$(CHAOS_PODS_TEST)
 
-verify: ## gofmt, go vet, and generated code up to date.
+verify: ## gofmt, go vet, generated code and dist/ up to date.
 	@out="$$(gofmt -l cmd pkg test hack)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd hack/image && $(GO) vet ./...
 	hack/verify-codegen.sh
+	$(MAKE) --no-print-directory verify-manifests
+
+# charts/muster, and its default rendering for kubectl. The rendering takes
+# the chart's default values, plus: the namespace created and labelled to
+# enforce the restricted Pod Security Standard (helm cannot create the
+# namespace it stores the release in); no hooks (kubectl would run the
+# pre-delete hook at once); and no etcd certificates generated, since a
+# committed file must hold no private key.
+HELM            := $(BIN)/helm
+CHART           := charts/muster
+MANIFESTS_FLAGS := --namespace muster-system --no-hooks --set namespace.create=true --set etcd.tls.generate=false
+CHART_TEST_VALUES := $(filter-out test/chart/testdata/bad-%,$(wildcard test/chart/testdata/*.yaml))
+
+helm: ## Build bin/helm, pinned in hack/tools/helm/go.mod (only if the pin changed).
+	hack/build-tools.sh helm
+
+# render-manifests <dir>: the chart's default rendering into <dir>:
+# muster.yaml (everything, for kubectl apply --server-side -f) and
+# muster-rbac.yaml (Muster's RBAC alone, which the local cluster applies).
+define render-manifests
+	@mkdir -p $(1)
+	$(HELM) template muster $(CHART) $(MANIFESTS_FLAGS) >$(1)/muster.yaml
+	$(HELM) template muster $(CHART) $(MANIFESTS_FLAGS) --show-only templates/rbac.yaml >$(1)/muster-rbac.yaml
+endef
+
+manifests: helm ## Render charts/muster with its default values into dist/ (commit the result).
+	$(call render-manifests,dist)
+
+verify-manifests: helm ## Check that dist/ is the chart's current rendering.
+	$(eval tmp := $(shell mktemp -d))
+	$(call render-manifests,$(tmp))
+	@diff -ru dist $(tmp) >/dev/null || { diff -ru dist $(tmp); rm -rf $(tmp); echo "dist/ is stale: run make manifests"; exit 1; }
+	@rm -rf $(tmp)
+
+chart-lint: helm ## helm lint --strict charts/muster with its defaults and with each test values file.
+	$(HELM) lint --strict $(CHART)
+	@set -e; for f in $(CHART_TEST_VALUES); do echo "== helm lint --values $$f"; $(HELM) lint --strict --quiet $(CHART) --values $$f; done
+
+chart: helm ## Render charts/muster with several values files and check what each value renders.
+	MUSTER_HELM=$(HELM) $(GO) test $(GOFLAGS_TEST) -timeout $(UNIT_TIMEOUT) ./test/chart/...
 
 unit: ## Unit tests of pure logic.
 	$(GO) test $(GOFLAGS_TEST) -timeout $(UNIT_TIMEOUT) ./pkg/... ./cmd/...

@@ -2,7 +2,8 @@
 # Builds the binaries that the local cluster harness (test/cluster) runs:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
 # kwok, jobset (with JobSet's CRDs and RBAC beside it) and karpenter
-# (Karpenter's kwok cloud provider, with its CRDs beside it).
+# (Karpenter's kwok cloud provider, with its CRDs beside it); and helm, which
+# lints and renders charts/muster (make chart-lint, make manifests).
 #
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
@@ -13,8 +14,8 @@
 # and kubectl. The default, the newest supported, is pinned in
 # hack/tools/go.mod and built into bin/. Any other supported release has a
 # module of its own, hack/tools/kube-<version>/, and is built into
-# bin/kube-<version>/, so each version is cached apart. etcd, kwok, jobset
-# and karpenter work with every supported release: they are built once into
+# bin/kube-<version>/, so each version is cached apart. etcd, kwok, jobset,
+# karpenter and helm work with every supported release: they are built once into
 # bin/, and each version's directory links to them (and to JobSet's and
 # Karpenter's manifests), so that directory alone holds everything the
 # harness runs.
@@ -30,11 +31,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
-ALL_TOOLS=(etcd kwok jobset karpenter kube)
+ALL_TOOLS=(etcd kwok jobset karpenter helm kube)
 # The control plane of a release is one binary, kube (hack/tools/kube), and
 # each component a link to it; naming any component builds them all.
 KUBE_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-SHARED_TOOLS=(etcd kwok jobset karpenter)
+SHARED_TOOLS=(etcd kwok jobset karpenter helm)
 # JobSet's and Karpenter's manifests at the pinned versions, copied from
 # their modules by `build jobset` and `build karpenter`, so that the harness
 # needs no module cache at run time.
@@ -184,6 +185,13 @@ build() {
     build_tool "${BIN_DIR}" karpenter "${TOOLS_DIR}/karpenter" sigs.k8s.io/karpenter/kwok "${version}" \
       "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=${version}"
     copy_karpenter_manifests
+    ;;
+  helm)
+    # The version is stamped as Helm's own Makefile does, so that `helm
+    # version` names the pinned release.
+    version="$(module_field "${TOOLS_DIR}/helm" helm.sh/helm/v4 .Version)"
+    build_tool "${BIN_DIR}" helm "${TOOLS_DIR}/helm" helm.sh/helm/v4/cmd/helm "${version}" \
+      "-s -w -X helm.sh/helm/v4/internal/version.version=${version} -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
     ;;
   *)
     echo "unknown tool ${tool}; known: ${ALL_TOOLS[*]}" >&2

@@ -11,10 +11,13 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	"github.com/muster-dev/muster/pkg/cmd/server"
+	"github.com/muster-dev/muster/pkg/cmd/uninstall"
 )
 
 func main() {
 	ctx := genericapiserver.SetupSignalContext()
 	cmd := server.NewCommand(ctx, server.NewOptions())
+	// The chart's pre-delete hook runs `muster-apiserver uninstall`.
+	cmd.AddCommand(uninstall.NewCommand())
 	os.Exit(cli.Run(cmd))
 }

@@ -75,7 +75,7 @@ func run() error {
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver)")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable); the table is meant for the defaults")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster's work dir (logs) after the run")
-	flag.BoolVar(&opts.PreparePolicy, "prepare-policy", false, "install the MutatingAdmissionPolicy that prepares new pods in kube-apiserver (1.36+), as artifacts/prepare-policy does, instead of leaving it to the mutating webhook")
+	flag.BoolVar(&opts.PreparePolicy, "prepare-policy", false, "install the MutatingAdmissionPolicy that prepares new pods in kube-apiserver (1.36+), as the chart's preparePolicy.enabled does, instead of leaving it to the mutating webhook")
 	flag.Parse()
 	if cfg.gangSize < 1 || cfg.gangs < 1 || cfg.rate <= 0 || cfg.burstPods < cfg.gangSize || cfg.concurrency < 1 {
 		return errors.New("--gang-size, --gangs, --rate and --concurrency must be positive, and --burst-pods at least --gang-size")

@@ -30,23 +30,37 @@ func readArtifact(t *testing.T, name string) []byte {
 	return data
 }
 
-// TestArtifactsMatchBuilder keeps WebhooksFile, which deployments apply, in
-// step with the configurations this package builds for the local cluster:
-// the same webhooks, rules and selectors.
-func TestArtifactsMatchBuilder(t *testing.T) {
-	data := readArtifact(t, WebhooksFile)
-	docs := strings.Split(string(data), "\n---\n")
-	if len(docs) != 2 {
-		t.Fatalf("webhooks.yaml has %d documents, want 2", len(docs))
+// renderedObject decodes into obj the object of kind and name in the
+// chart's default rendering, WebhooksFile.
+func renderedObject(t *testing.T, kind, name string, obj any) {
+	t.Helper()
+	for i, doc := range strings.Split(string(readArtifact(t, WebhooksFile)), "\n---\n") {
+		var meta struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("decoding document %d: %v", i, err)
+		}
+		if meta.Kind == kind && meta.Metadata.Name == name {
+			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+				t.Fatalf("decoding %s %s: %v", kind, name, err)
+			}
+			return
+		}
 	}
+	t.Fatalf("no %s %s in %s", kind, name, WebhooksFile)
+}
+
+// TestArtifactsMatchBuilder keeps the webhook configurations of the chart's
+// default rendering (WebhooksFile), which deployments apply, in step with
+// the configurations this package builds for the local cluster: the same
+// webhooks, rules and selectors.
+func TestArtifactsMatchBuilder(t *testing.T) {
 	var mutating admissionregistrationv1.MutatingWebhookConfiguration
 	var validating admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), &mutating); err != nil {
-		t.Fatalf("decoding the mutating configuration: %v", err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), &validating); err != nil {
-		t.Fatalf("decoding the validating configuration: %v", err)
-	}
+	renderedObject(t, "MutatingWebhookConfiguration", ConfigurationName, &mutating)
+	renderedObject(t, "ValidatingWebhookConfiguration", ConfigurationName, &validating)
 	cfg := Config{
 		Service:  &ServiceReference{Namespace: "muster-system", Name: "muster-apiserver", Port: DefaultPort},
 		CABundle: mutating.Webhooks[0].ClientConfig.CABundle,

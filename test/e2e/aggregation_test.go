@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
+	"github.com/muster-dev/muster/test/chart"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -199,10 +201,13 @@ func TestDelegatedAuthorization(t *testing.T) {
 	}
 }
 
-// TestArtifactsDryRun checks that the deploy manifests stay valid for a real
-// kube-apiserver. It uses a bare cluster of its own: the suite's cluster
-// already runs Muster under the same names, wired for a local process.
-func TestArtifactsDryRun(t *testing.T) {
+// TestManifestsDryRun checks that what users install stays valid for a real
+// kube-apiserver: the chart's default rendering, dist/muster.yaml (kubectl
+// apply --server-side -f), and the chart rendered with a 3-member etcd, with
+// an external etcd and, where the cluster serves it, with the prepare
+// policy. It uses a bare cluster of its own: the suite's cluster already
+// runs Muster under the same names, wired for a local process.
+func TestManifestsDryRun(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -222,24 +227,45 @@ func TestArtifactsDryRun(t *testing.T) {
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/muster-pod-webhook", "validatingwebhookconfiguration.admissionregistration.k8s.io/muster-pod-webhook",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-labels",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-creates",
-		"priorityclass.scheduling.k8s.io/muster-capacity-request"}
-	dirs := []string{"artifacts", "artifacts/external-etcd"}
-	if servesMutatingPolicies(t, bare) {
-		dirs = append(dirs, "artifacts/prepare-policy")
+		"priorityclass.scheduling.k8s.io/muster-capacity-request",
+		"networkpolicy.networking.k8s.io/muster-apiserver"}
+	type rendering struct {
+		name  string
+		file  string   // a committed rendering, or
+		flags []string // helm template's flags
+		want  []string
 	}
-	for _, dir := range dirs {
-		out, err := bare.Kubectl(ctx, "apply", "--dry-run=server", "-k", filepath.Join(root, dir))
+	renderings := []rendering{
+		{name: "dist/muster.yaml", file: filepath.Join(root, "dist", "muster.yaml"),
+			want: []string{"statefulset.apps/muster-etcd", "namespace/" + cluster.MusterNamespace}},
+		{name: "3-member etcd", flags: []string{"--values", filepath.Join(root, "test/chart/testdata/ha-etcd.yaml")},
+			want: []string{"statefulset.apps/muster-etcd", "poddisruptionbudget.policy/muster-etcd", "job.batch/muster-uninstall"}},
+		{name: "external etcd", flags: []string{"--values", filepath.Join(root, "test/chart/testdata/external-etcd.yaml")}},
+	}
+	if servesMutatingPolicies(t, bare) {
+		renderings = append(renderings, rendering{name: "prepare policy", flags: []string{"--set", "preparePolicy.enabled=true"},
+			want: []string{"mutatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-prepare"}})
+	}
+	for _, r := range renderings {
+		file := r.file
+		if file == "" {
+			out, err := chart.Template(filepath.Join(bin, "helm"), filepath.Join(root, "charts", "muster"), cluster.MusterNamespace, nil, r.flags...)
+			if err != nil {
+				t.Fatalf("rendering %s: %v", r.name, err)
+			}
+			file = filepath.Join(t.TempDir(), "rendering.yaml")
+			if err := os.WriteFile(file, out, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := bare.Kubectl(ctx, "apply", "--server-side", "--dry-run=server", "-f", file)
 		if err != nil {
-			t.Errorf("kubectl apply --dry-run=server -k %s: %v", dir, err)
+			t.Errorf("kubectl apply --server-side --dry-run=server, %s: %v", r.name, err)
 			continue
 		}
-		want := kinds
-		if dir == "artifacts/prepare-policy" {
-			want = append(want, "mutatingadmissionpolicy.admissionregistration.k8s.io/muster-pod-prepare")
-		}
-		for _, kind := range want {
+		for _, kind := range append(slices.Clone(kinds), r.want...) {
 			if !strings.Contains(string(out), kind) {
-				t.Errorf("dry run of %s did not include %s:\n%s", dir, kind, out)
+				t.Errorf("dry run of %s did not include %s:\n%s", r.name, kind, out)
 			}
 		}
 	}

@@ -45,7 +45,7 @@ func webhookCalls(t *testing.T, ctx context.Context, name string) float64 {
 
 // TestPreparePolicy (issue 10): where kube-apiserver serves
 // MutatingAdmissionPolicy (1.36 and later), the opt-in policy
-// muster-pod-prepare (artifacts/prepare-policy) prepares a new labelled pod
+// muster-pod-prepare (the chart's preparePolicy.enabled) prepares a new labelled pod
 // inside kube-apiserver and the mutating webhook is not called; without it,
 // or before 1.36, the webhook does it. Either way the pod gets the gate
 // (after another tool's), the finalizer and the managed label.

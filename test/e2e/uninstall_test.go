@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -20,8 +19,10 @@ import (
 	"github.com/muster-dev/muster/test/cluster"
 )
 
-// TestUninstall runs artifacts/uninstall.sh, the uninstall that the README
-// gives, on a cluster of its own (it takes Muster away), over a gang that
+// TestUninstall runs `muster-apiserver uninstall`, what the chart's
+// pre-delete hook runs, then deletes the rest of the install as kubectl
+// users do (kubectl delete -f dist/muster.yaml), on a cluster of its own
+// (it takes Muster away), over a gang that
 // never fit (gated pods), a running gang and a pod with another tool's
 // gate, and a capacity-request pod. Afterwards no pod keeps Muster's gate
 // or finalizer, the other tool's gate stays, the capacity-request pod and
@@ -79,19 +80,26 @@ func TestUninstall(t *testing.T) {
 		return err == nil && pg.Status.Scheduled == 3, nil
 	})
 
-	// The harness runs Muster as a process, not as the Deployment the script
-	// deletes: stop it the way the Deployment's deletion would.
+	// The harness runs Muster as a process, not as the Deployment the
+	// uninstall deletes: stop it the way the Deployment's deletion would.
 	c.KillMuster()
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "artifacts", "uninstall.sh"))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECTL="+c.Binary(cluster.KubectlBinary))
-	out, err := cmd.CombinedOutput()
-	t.Logf("artifacts/uninstall.sh:\n%s", out)
+	bin, err := cluster.DefaultBinDir()
 	if err != nil {
-		t.Fatalf("artifacts/uninstall.sh: %v", err)
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, cluster.DefaultMusterBinary(bin), "uninstall", "--kubeconfig="+c.Kubeconfig, "--namespace="+cluster.MusterNamespace)
+	out, err := cmd.CombinedOutput()
+	t.Logf("muster-apiserver uninstall:\n%s", out)
+	if err != nil {
+		t.Fatalf("muster-apiserver uninstall: %v", err)
+	}
+	out, err = c.Kubectl(ctx, "delete", "-f", filepath.Join(root, "dist", "muster.yaml"), "--ignore-not-found", "--wait=false")
+	if err != nil {
+		t.Fatalf("kubectl delete -f dist/muster.yaml: %v\n%s", err, out)
 	}
 
 	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -129,7 +137,7 @@ func TestUninstall(t *testing.T) {
 	if _, err := waitNamespaceGone(ctx, kube, ns, namespaceDeletionLimit); err != nil {
 		t.Errorf("namespace %s not deleted within %s after the uninstall", ns, namespaceDeletionLimit)
 	}
-	// The script deletes muster-system without waiting; that must finish too.
+	// kubectl deletes muster-system without waiting; that must finish too.
 	if _, err := waitNamespaceGone(ctx, kube, cluster.MusterNamespace, namespaceDeletionLimit); err != nil {
 		t.Errorf("namespace %s not deleted within %s after the uninstall", cluster.MusterNamespace, namespaceDeletionLimit)
 	}

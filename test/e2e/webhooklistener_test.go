@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -15,12 +14,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/manifests"
 	"github.com/muster-dev/muster/test/abuse/attack"
+	"github.com/muster-dev/muster/test/chart"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -119,7 +119,7 @@ func TestSlowWebhookClientsDoNotFailPodCreates(t *testing.T) {
 
 // TestWebhookStaysReadyWhileMusterEtcdIsDown kills Muster's own etcd, on a
 // cluster of its own, and while it is down checks that the readiness probe
-// of the Deployment in artifacts/base keeps passing (so the replica stays
+// of the chart's Deployment keeps passing (so the replica stays
 // in the webhook Service's endpoints) and that labelled pods are created,
 // gated, through kube-apiserver. The API's /readyz fails meanwhile: the
 // outage is real.
@@ -187,7 +187,7 @@ func TestWebhookStaysReadyWhileMusterEtcdIsDown(t *testing.T) {
 }
 
 // readinessProbeURL is the URL, on the local cluster's Muster, of the
-// readinessProbe of the Deployment in artifacts/base: its named port "https"
+// readinessProbe of the chart's Deployment (dist/muster.yaml): its named port "https"
 // is the API's port, "webhook" the webhook listener's.
 func readinessProbeURL(t *testing.T, c *cluster.Cluster) string {
 	t.Helper()
@@ -195,12 +195,16 @@ func readinessProbeURL(t *testing.T, c *cluster.Cluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "artifacts", "base", "deployment.yaml"))
+	objs, err := chart.ReadRendering(root, filepath.Join("dist", "muster.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	u := objs.Find("Deployment", "muster-apiserver")
+	if u == nil {
+		t.Fatal("dist/muster.yaml has no Deployment muster-apiserver")
+	}
 	var d appsv1.Deployment
-	if err := yaml.Unmarshal(data, &d); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
 		t.Fatal(err)
 	}
 	probe := d.Spec.Template.Spec.Containers[0].ReadinessProbe

@@ -53,9 +53,9 @@ const DefaultServerNamespace = "muster-system"
 // controller's --namespace-selector, the webhooks' namespaceSelector
 // (pods.DefaultNamespaceSelector) and the binding of the policy
 // muster-pod-labels all start from it, wherever the server runs, and unit
-// tests keep artifacts/ equal to it. An operator who sets
-// --namespace-selector must set the same selector in webhooks.yaml and
-// policies.yaml.
+// tests keep charts/muster equal to it. The chart sets all three from its
+// excludedNamespaces; an operator who sets --namespace-selector by hand must
+// set the same selector in the webhooks and the policy bindings.
 var DefaultNamespaceSelector = NamespaceSelectorExcluding(DefaultServerNamespace)
 
 // NamespaceSelectorExcluding is the default namespace selector, in label
