@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,50 +82,54 @@ func (p *publisher) publishAPIService(ctx context.Context, bundle []byte) error 
 
 func (p *publisher) publishMutating(ctx context.Context, bundle []byte) error {
 	client := p.kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	cfg, err := client.Get(ctx, p.targets.WebhookConfigurations, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", p.targets.WebhookConfigurations, err)
-	}
-	changed := false
-	for i := range cfg.Webhooks {
-		if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-			cfg.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	if _, err := client.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-		return fmt.Errorf("writing caBundle of MutatingWebhookConfiguration %s: %w", cfg.Name, err)
-	}
-	klog.FromContext(ctx).Info("Published the CA bundle", "mutatingWebhookConfiguration", cfg.Name)
-	return nil
+	return publishWebhooks(ctx, "MutatingWebhookConfiguration", p.targets.WebhookConfigurations, bundle, client.Get, client.Update,
+		func(cfg *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+			var out []*admissionregistrationv1.WebhookClientConfig
+			for i := range cfg.Webhooks {
+				out = append(out, &cfg.Webhooks[i].ClientConfig)
+			}
+			return out
+		})
 }
 
 func (p *publisher) publishValidating(ctx context.Context, bundle []byte) error {
 	client := p.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	cfg, err := client.Get(ctx, p.targets.WebhookConfigurations, metav1.GetOptions{})
+	return publishWebhooks(ctx, "ValidatingWebhookConfiguration", p.targets.WebhookConfigurations, bundle, client.Get, client.Update,
+		func(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+			var out []*admissionregistrationv1.WebhookClientConfig
+			for i := range cfg.Webhooks {
+				out = append(out, &cfg.Webhooks[i].ClientConfig)
+			}
+			return out
+		})
+}
+
+// publishWebhooks sets the caBundle of every webhook of the webhook
+// configuration kind/name (its clientConfigs) to bundle, with one update
+// when any differs; a configuration that does not exist is left alone.
+func publishWebhooks[T metav1.Object](ctx context.Context, kind, name string, bundle []byte,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error),
+	clientConfigs func(T) []*admissionregistrationv1.WebhookClientConfig) error {
+	cfg, err := get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", p.targets.WebhookConfigurations, err)
+		return fmt.Errorf("reading %s %s: %w", kind, name, err)
 	}
 	changed := false
-	for i := range cfg.Webhooks {
-		if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-			cfg.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
+	for _, cc := range clientConfigs(cfg) {
+		if !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle, changed = bundle, true
 		}
 	}
 	if !changed {
 		return nil
 	}
-	if _, err := client.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-		return fmt.Errorf("writing caBundle of ValidatingWebhookConfiguration %s: %w", cfg.Name, err)
+	if _, err := update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("writing caBundle of %s %s: %w", kind, name, err)
 	}
-	klog.FromContext(ctx).Info("Published the CA bundle", "validatingWebhookConfiguration", cfg.Name)
+	klog.FromContext(ctx).Info("Published the CA bundle", "kind", kind, "name", name)
 	return nil
 }
