@@ -95,19 +95,29 @@ func TestKarpenterProvisionsAndConsolidates(t *testing.T) {
 		}
 	}
 
-	// Its NodeClaim went through Karpenter's lifecycle.
-	claims, err := dyn.Resource(NodeClaimResource).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("listing NodeClaims: %v", err)
-	}
+	// Its NodeClaim went through Karpenter's lifecycle. The pod can bind
+	// to the node as soon as the node is Ready, before Karpenter's
+	// registration loop writes status.nodeName and the Initialized
+	// condition into the NodeClaim, so wait for that write.
 	var claim *unstructured.Unstructured
-	for i := range claims.Items {
-		if n, _, _ := unstructured.NestedString(claims.Items[i].Object, "status", "nodeName"); n == nodeName {
-			claim = &claims.Items[i]
+	var seen int
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		claims, err := dyn.Resource(NodeClaimResource).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
 		}
-	}
+		seen = len(claims.Items)
+		for i := range claims.Items {
+			if n, _, _ := unstructured.NestedString(claims.Items[i].Object, "status", "nodeName"); n == nodeName &&
+				claimCondition(&claims.Items[i], "Initialized") == "True" {
+				claim = &claims.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	if claim == nil {
-		t.Fatalf("no NodeClaim has status.nodeName %s among %d", nodeName, len(claims.Items))
+		t.Fatalf("no initialized NodeClaim has status.nodeName %s among %d after 30s: %v", nodeName, seen, err)
 	}
 	for _, cond := range []string{"Launched", "Registered", "Initialized"} {
 		if got := claimCondition(claim, cond); got != "True" {
