@@ -55,9 +55,10 @@ type Verdict struct {
 	Admit       bool
 	Assignments []Assignment
 	Copies      []CopiesOnNode
-	// Reason and Message say why a gang waits, when it does not fit.
-	Reason, Message string
-	// Victims, with Reason Preempting, are a new preemption: what the gang
+	// Cause and Message say why a gang waits, when it does not fit.
+	Cause   Cause
+	Message string
+	// Victims, with Cause CausePreempting, are a new preemption: what the gang
 	// evicts to fit. Assignments are then where its pods would go.
 	Victims []*Victim
 }
@@ -125,7 +126,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		// Under StrictFIFO nothing goes behind the head, joiners neither:
 		// they come after it only when their priority is lower.
 		if head != "" {
-			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonQueued,
+			verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseQueued,
 				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
 			continue
 		}
@@ -157,7 +158,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 			idle := empty.Place(c.Pods, c.Copies...)
 			empty.Discard(idle)
 			if idle.Placed() < c.Need {
-				verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonExceedsClusterCapacity,
+				verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNeverFits,
 					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, idle.Placed(), idle.Short)})
 				if opts.Autoscaling && strategy == StrictFIFO {
 					head = c.Key.String()
@@ -169,7 +170,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		if v, ok := pre.try(s, c, msg); ok {
 			verdicts = append(verdicts, v)
 		} else {
-			verdicts = append(verdicts, Verdict{Key: c.Key, Reason: scheduling.ReasonInsufficientCapacity, Message: v.Message})
+			verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNoRoom, Message: v.Message})
 		}
 		if strategy == StrictFIFO {
 			head = c.Key.String()
@@ -297,7 +298,7 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 			s.Discard(res)
 			undo()
 		}
-		return Verdict{Key: c.Key, Reason: scheduling.ReasonPreempting,
+		return Verdict{Key: c.Key, Cause: CausePreempting,
 			Message: fmt.Sprintf("waiting for %d pods of the %d preempted gang(s) or pod(s) to be deleted; %s", pods, len(c.Preempting), msg)}, true
 	}
 	if !c.Preempt {
@@ -314,6 +315,6 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 	for _, v := range ch.victims {
 		p.taken[v] = true
 	}
-	return Verdict{Key: c.Key, Reason: scheduling.ReasonPreempting, Victims: ch.victims, Assignments: ch.res.Assignments, Copies: ch.res.Copies,
+	return Verdict{Key: c.Key, Cause: CausePreempting, Victims: ch.victims, Assignments: ch.res.Assignments, Copies: ch.res.Copies,
 		Message: fmt.Sprintf("preempting %d of lower priority to fit: %s", len(ch.victims), describeVictims(ch.victims))}, true
 }

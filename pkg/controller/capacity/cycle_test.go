@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 func TestAdmit(t *testing.T) {
@@ -26,9 +24,9 @@ func TestAdmit(t *testing.T) {
 	}
 	fourNodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi"), node("c", "32", "64Gi"), node("d", "32", "64Gi")}
 	type outcome struct {
-		Admit  bool
-		Pods   int
-		Reason string
+		Admit bool
+		Pods  int
+		Cause Cause
 	}
 	tests := []struct {
 		name       string
@@ -43,20 +41,20 @@ func TestAdmit(t *testing.T) {
 			name:       "two gangs that do not fit together: the older runs whole, the other waits whole",
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("b", 0, 2, 8, "10"), gang("a", 0, 1, 8, "10")},
-			want:       map[string]outcome{"a": {Admit: true, Pods: 8}, "b": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"a": {Admit: true, Pods: 8}, "b": {Cause: CauseNoRoom}},
 			wantMsg:    map[string]string{"b": "needs 8 pods placed at once; 4 fit now: 8 pods requesting cpu 10 each, 4 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit)"},
 		},
 		{
 			name:       "higher priority goes first even when younger",
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("old", 0, 1, 8, "10"), gang("urgent", 10, 5, 8, "10")},
-			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}, "old": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}, "old": {Cause: CauseNoRoom}},
 		},
 		{
 			name:       "equal priority and age: by name",
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("y", 0, 1, 8, "10"), gang("x", 0, 1, 8, "10")},
-			want:       map[string]outcome{"x": {Admit: true, Pods: 8}, "y": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"x": {Admit: true, Pods: 8}, "y": {Cause: CauseNoRoom}},
 		},
 		{
 			name:       "BestEffortFIFO: a smaller gang goes ahead of a larger one that does not fit",
@@ -64,7 +62,7 @@ func TestAdmit(t *testing.T) {
 			bound:      []*corev1.Pod{pod("x", "30", onNode("a"))},
 			candidates: []Candidate{gang("big", 0, 1, 13, "8"), gang("small", 0, 2, 2, "8")},
 			strategy:   BestEffortFIFO,
-			want:       map[string]outcome{"big": {Reason: scheduling.ReasonInsufficientCapacity}, "small": {Admit: true, Pods: 2}},
+			want:       map[string]outcome{"big": {Cause: CauseNoRoom}, "small": {Admit: true, Pods: 2}},
 		},
 		{
 			name:       "StrictFIFO: nothing goes ahead of the head",
@@ -72,7 +70,7 @@ func TestAdmit(t *testing.T) {
 			bound:      []*corev1.Pod{pod("x", "30", onNode("a"))},
 			candidates: []Candidate{gang("big", 0, 1, 13, "8"), gang("small", 0, 2, 2, "8")},
 			strategy:   StrictFIFO,
-			want:       map[string]outcome{"big": {Reason: scheduling.ReasonInsufficientCapacity}, "small": {Reason: scheduling.ReasonQueued}},
+			want:       map[string]outcome{"big": {Cause: CauseNoRoom}, "small": {Cause: CauseQueued}},
 			wantMsg:    map[string]string{"small": "queued behind PodGroup big, which does not fit yet (StrictFIFO)"},
 		},
 		{
@@ -80,7 +78,7 @@ func TestAdmit(t *testing.T) {
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("huge", 0, 1, 20, "10"), gang("small", 0, 2, 2, "8")},
 			strategy:   StrictFIFO,
-			want:       map[string]outcome{"huge": {Reason: scheduling.ReasonExceedsClusterCapacity}, "small": {Admit: true, Pods: 2}},
+			want:       map[string]outcome{"huge": {Cause: CauseNeverFits}, "small": {Admit: true, Pods: 2}},
 			wantMsg:    map[string]string{"huge": "needs 20 pods placed at once and can never fit: even the idle cluster fits 12"},
 		},
 		{
@@ -88,13 +86,13 @@ func TestAdmit(t *testing.T) {
 			nodes:      fourNodes,
 			candidates: []Candidate{gang("huge", 0, 1, 20, "10"), gang("small", 0, 2, 2, "8")},
 			strategy:   BestEffortFIFO,
-			want:       map[string]outcome{"huge": {Reason: scheduling.ReasonExceedsClusterCapacity}, "small": {Admit: true, Pods: 2}},
+			want:       map[string]outcome{"huge": {Cause: CauseNeverFits}, "small": {Admit: true, Pods: 2}},
 		},
 		{
 			name:       "pods of an admitted group go before a gang of equal priority, one by one, as far as they fit",
 			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
 			candidates: []Candidate{gang("new", 0, 0, 2, "1"), joiner("running", 3, "1")},
-			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Cause: CauseNoRoom}},
 		},
 		{
 			name:       "pods of an admitted group of lower priority go after a higher-priority gang, in what it leaves",
@@ -106,7 +104,7 @@ func TestAdmit(t *testing.T) {
 			name:       "pods of an admitted group of higher priority go before a gang",
 			nodes:      []*corev1.Node{node("a", "4", "8Gi")},
 			candidates: []Candidate{gang("new", 0, 0, 2, "1"), joinerAt("running", 10, 3, "1")},
-			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"running": {Admit: true, Pods: 3}, "new": {Cause: CauseNoRoom}},
 		},
 		{
 			name:       "a lower-priority joiner cannot take what a higher-priority gang needs",
@@ -120,7 +118,7 @@ func TestAdmit(t *testing.T) {
 			bound:      []*corev1.Pod{pod("x", "2", onNode("a"))},
 			candidates: []Candidate{gang("head", 10, 0, 3, "1"), joiner("running", 1, "1")},
 			strategy:   StrictFIFO,
-			want:       map[string]outcome{"head": {Reason: scheduling.ReasonInsufficientCapacity}, "running": {Reason: scheduling.ReasonQueued}},
+			want:       map[string]outcome{"head": {Cause: CauseNoRoom}, "running": {Cause: CauseQueued}},
 		},
 		{
 			name:       "StrictFIFO: a joiner of the head's priority goes before it",
@@ -128,7 +126,7 @@ func TestAdmit(t *testing.T) {
 			bound:      []*corev1.Pod{pod("x", "2", onNode("a"))},
 			candidates: []Candidate{gang("head", 0, 0, 3, "1"), joiner("running", 1, "1")},
 			strategy:   StrictFIFO,
-			want:       map[string]outcome{"head": {Reason: scheduling.ReasonInsufficientCapacity}, "running": {Admit: true, Pods: 1}},
+			want:       map[string]outcome{"head": {Cause: CauseNoRoom}, "running": {Admit: true, Pods: 1}},
 		},
 		{
 			name:       "pods beyond the need that fit are admitted with the gang",
@@ -148,7 +146,7 @@ func TestAdmit(t *testing.T) {
 			s := snapshotOf(tc.nodes, tc.bound...)
 			got := map[string]outcome{}
 			for _, v := range Admit(s, tc.candidates, Options{Strategy: tc.strategy}) {
-				got[v.Key.String()] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Reason: v.Reason}
+				got[v.Key.String()] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Cause: v.Cause}
 				if want, ok := tc.wantMsg[v.Key.String()]; ok && !strings.HasPrefix(v.Message, want) {
 					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
 				}

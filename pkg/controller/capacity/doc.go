@@ -7,6 +7,8 @@
 //
 // The fit rules are the scheduler's own, through k8s.io/component-helpers:
 // effective pod requests (init containers, sidecars, overhead), required node
-// affinity and nodeSelector, and taint toleration. docs/controller.md
+// affinity and nodeSelector, and taint toleration. Why a gang waits is a
+// Cause (cause.go), never a PodGroup condition reason: the admission mode
+// maps it to one. docs/controller.md
 // ("Capacity") explains the model and why it never double-books.
 package capacity

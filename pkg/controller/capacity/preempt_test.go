@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // running is an admitted gang that holds capacity: one pod of cpu on each
@@ -70,7 +68,7 @@ func TestPreemption(t *testing.T) {
 	}
 	type outcome struct {
 		Admit   bool
-		Reason  string
+		Cause   Cause
 		Victims []string
 		Pods    int
 	}
@@ -94,7 +92,7 @@ func TestPreemption(t *testing.T) {
 				{key: "small-2", priority: 1, nodes: []string{"d"}, cpu: "30"},
 			},
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"big"}, Pods: 2}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"big"}, Pods: 2}},
 		},
 		{
 			name:  "lowest priority first",
@@ -104,7 +102,7 @@ func TestPreemption(t *testing.T) {
 				{key: "p1", priority: 1, nodes: []string{"c", "d"}, cpu: "30"},
 			},
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"p1"}, Pods: 2}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"p1"}, Pods: 2}},
 		},
 		{
 			name:  "among equal priority, the most recently admitted",
@@ -114,14 +112,14 @@ func TestPreemption(t *testing.T) {
 				{key: "newer", priority: 1, since: 60, nodes: []string{"c", "d"}, cpu: "30"},
 			},
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"newer"}, Pods: 2}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"newer"}, Pods: 2}},
 		},
 		{
 			name:       "a victim needed only in part is taken whole",
 			nodes:      four,
 			gangs:      []running{{key: "wide", priority: 1, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
 			candidates: []Candidate{preemptor("high", 10, 1, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"wide"}, Pods: 1}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"wide"}, Pods: 1}},
 			wantMsg:    map[string]string{"high": "preempting 1 of lower priority to fit: PodGroup wide (priority 1, 4 pods)"},
 		},
 		{
@@ -135,14 +133,14 @@ func TestPreemption(t *testing.T) {
 			},
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
 			// In order of preference: the lowest priority, the most recent first.
-			want: map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"v2", "v1"}, Pods: 2}},
+			want: map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"v2", "v1"}, Pods: 2}},
 		},
 		{
 			name:       "the room is held by equal priority: no preemption, and the message says why",
 			nodes:      four,
 			gangs:      []running{{key: "peer", priority: 10, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"high": {Cause: CauseNoRoom}},
 			wantMsg:    map[string]string{"high": "needs 2 pods placed at once; 0 fit now: 2 pods requesting cpu 30 each, 0 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit); preemption cannot help: the room is held by 1 gang(s) or pod(s) of equal or higher priority (10 or more)"},
 		},
 		{
@@ -153,7 +151,7 @@ func TestPreemption(t *testing.T) {
 				{key: "low", priority: 1, nodes: []string{"d"}, cpu: "30"},
 			},
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"high": {Cause: CauseNoRoom}},
 			wantMsg:    map[string]string{"high": "needs 2 pods placed at once; 0 fit now"},
 		},
 		{
@@ -161,7 +159,7 @@ func TestPreemption(t *testing.T) {
 			nodes:      four,
 			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
 			candidates: []Candidate{func() Candidate { c := preemptor("polite", 10, 2, "30"); c.Preempt = false; return c }()},
-			want:       map[string]outcome{"polite": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"polite": {Cause: CauseNoRoom}},
 		},
 		{
 			name:  "two preemptors in one cycle never choose the same victims",
@@ -172,8 +170,8 @@ func TestPreemption(t *testing.T) {
 			},
 			candidates: []Candidate{preemptor("h1", 10, 2, "30"), func() Candidate { c := preemptor("h2", 10, 2, "30"); c.Created = t0.Add(time.Second); return c }()},
 			want: map[string]outcome{
-				"h1": {Reason: scheduling.ReasonPreempting, Victims: []string{"v2"}, Pods: 2},
-				"h2": {Reason: scheduling.ReasonPreempting, Victims: []string{"v1"}, Pods: 2},
+				"h1": {Cause: CausePreempting, Victims: []string{"v2"}, Pods: 2},
+				"h2": {Cause: CausePreempting, Victims: []string{"v1"}, Pods: 2},
 			},
 		},
 		{
@@ -186,9 +184,9 @@ func TestPreemption(t *testing.T) {
 				func() Candidate { c := preemptor("h3", 10, 1, "30"); c.Created = t0.Add(2 * time.Second); return c }(),
 			},
 			want: map[string]outcome{
-				"h1": {Reason: scheduling.ReasonPreempting, Victims: []string{"v1"}, Pods: 1},
-				"h2": {Reason: scheduling.ReasonPreempting, Victims: []string{"v2"}, Pods: 1},
-				"h3": {Reason: scheduling.ReasonInsufficientCapacity},
+				"h1": {Cause: CausePreempting, Victims: []string{"v1"}, Pods: 1},
+				"h2": {Cause: CausePreempting, Victims: []string{"v2"}, Pods: 1},
+				"h3": {Cause: CauseNoRoom},
 			},
 			wantMsg: map[string]string{"h3": "needs 1 pods placed at once; 0 fit now"},
 		},
@@ -204,8 +202,8 @@ func TestPreemption(t *testing.T) {
 				{Key: gk("low"), Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
 			},
 			want: map[string]outcome{
-				"high": {Reason: scheduling.ReasonPreempting},
-				"low":  {Reason: scheduling.ReasonInsufficientCapacity},
+				"high": {Cause: CausePreempting},
+				"low":  {Cause: CauseNoRoom},
 			},
 			wantMsg: map[string]string{"high": "waiting for 1 pods of the 1 preempted gang(s) or pod(s) to be deleted"},
 		},
@@ -218,7 +216,7 @@ func TestPreemption(t *testing.T) {
 				c.Preempting, c.PreemptedAt = []string{"chosen"}, t0.Add(10*time.Second)
 				return c
 			}()},
-			want: map[string]outcome{"high": {Reason: scheduling.ReasonPreempting}},
+			want: map[string]outcome{"high": {Cause: CausePreempting}},
 		},
 		{
 			name:  "a victim admitted again after the decision ends it: the gang may preempt anew",
@@ -229,7 +227,7 @@ func TestPreemption(t *testing.T) {
 				c.Preempting, c.PreemptedAt = []string{"back"}, t0.Add(10*time.Second)
 				return c
 			}()},
-			want: map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"back"}, Pods: 2}},
+			want: map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"back"}, Pods: 2}},
 		},
 		{
 			name:       "--preemption-min-runtime spares a gang admitted recently",
@@ -237,7 +235,7 @@ func TestPreemption(t *testing.T) {
 			gangs:      []running{{key: "fresh", priority: 1, since: 100, nodes: []string{"a", "b", "c", "d"}, cpu: "30"}},
 			minRuntime: time.Minute,
 			candidates: []Candidate{preemptor("high", 10, 2, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"high": {Cause: CauseNoRoom}},
 			wantMsg:    map[string]string{"high": "needs 2 pods placed at once; 0 fit now: 2 pods requesting cpu 30 each, 0 fit; 4 of 4 nodes refuse the rest: 4 Insufficient cpu (NodeResourcesFit); preemption cannot help: nothing of lower priority holds capacity (1 admitted more recently than --preemption-min-runtime are spared)"},
 		},
 		{
@@ -245,7 +243,7 @@ func TestPreemption(t *testing.T) {
 			nodes:      []*corev1.Node{node("a", "32", "64Gi")},
 			unmanaged:  []*corev1.Pod{pod("web", "30", onNode("a"))},
 			candidates: []Candidate{preemptor("high", 10, 1, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"high": {Cause: CauseNoRoom}},
 		},
 		{
 			name:       "with --preempt-unmanaged, a lower-priority pod Muster does not manage is a victim",
@@ -253,7 +251,7 @@ func TestPreemption(t *testing.T) {
 			unmanaged:  []*corev1.Pod{pod("web", "30", onNode("a"))},
 			withPods:   true,
 			candidates: []Candidate{preemptor("high", 10, 1, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"ns/web"}, Pods: 1}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"ns/web"}, Pods: 1}},
 		},
 		{
 			// Node a is free but for a pod being deleted, beside a pod of
@@ -268,7 +266,7 @@ func TestPreemption(t *testing.T) {
 				pod("going", "28", onNode("a"), withPriority(1), deleting), pod("beside", "2", onNode("a"), withPriority(1)),
 			},
 			candidates: []Candidate{preemptor("high", 10, 1, "30")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonInsufficientCapacity}},
+			want:       map[string]outcome{"high": {Cause: CauseNoRoom}},
 			wantMsg: map[string]string{"high": "needs 1 pods placed at once; 0 fit now: pod high-0 requesting cpu 30 does not fit; 2 of 2 nodes refuse the rest: " +
 				"1 Insufficient cpu (NodeResourcesFit), 1 " + drainRefusal + "; no preemption: it fits once the pods being deleted are gone"},
 		},
@@ -287,7 +285,7 @@ func TestPreemption(t *testing.T) {
 				Victims: func() Pool { return tr.Victims(tc.withPods) }}
 			got := map[string]outcome{}
 			for _, v := range Admit(tr.Snapshot(defaultFilters()), tc.candidates, opts) {
-				o := outcome{Admit: v.Admit, Reason: v.Reason, Pods: len(v.Assignments)}
+				o := outcome{Admit: v.Admit, Cause: v.Cause, Pods: len(v.Assignments)}
 				for _, vic := range v.Victims {
 					o.Victims = append(o.Victims, vic.Key)
 				}
@@ -317,7 +315,7 @@ func TestPreemptionNeverOverCommits(t *testing.T) {
 	for _, v := range vs {
 		byKey[v.Key.String()] = v
 	}
-	if h := byKey["high"]; h.Reason != scheduling.ReasonPreempting || len(h.Victims) != 1 {
+	if h := byKey["high"]; h.Cause != CausePreempting || len(h.Victims) != 1 {
 		t.Fatalf("high: %+v, want it to preempt low", h)
 	}
 	// With low gone and high on both nodes, 2 cpu is left on each: mid
@@ -374,7 +372,7 @@ func TestPreemptionInFlightAcrossARace(t *testing.T) {
 	c := Candidate{Key: gk("high"), Priority: 10, Created: t0, Pods: pods("high", 2, "30"), Need: 2, Preempt: true,
 		Preempting: []string{"marked"}, PreemptedAt: t0.Add(time.Second)}
 	vs := Admit(s, []Candidate{c}, Options{Strategy: BestEffortFIFO, Now: t0.Add(time.Minute), Victims: func() Pool { return tr.Victims(false) }})
-	if len(vs) != 1 || vs[0].Reason != scheduling.ReasonPreempting || len(vs[0].Victims) != 0 {
+	if len(vs) != 1 || vs[0].Cause != CausePreempting || len(vs[0].Victims) != 0 {
 		t.Fatalf("verdicts %+v: want high waiting for its preemption in flight, with no new victim", vs)
 	}
 	// The next cycle's snapshot shows the room, and admits it.
@@ -483,10 +481,10 @@ func TestPreemptionOfUnmanagedPodsInFlight(t *testing.T) {
 			}
 			slices.Sort(victims)
 			if v.Admit != tc.wantAdmit || !slices.Equal(victims, tc.wantVictims) {
-				t.Fatalf("verdict admit %t, victims %v (%s %q), want admit %t, victims %v", v.Admit, victims, v.Reason, v.Message, tc.wantAdmit, tc.wantVictims)
+				t.Fatalf("verdict admit %t, victims %v (%s %q), want admit %t, victims %v", v.Admit, victims, v.Cause, v.Message, tc.wantAdmit, tc.wantVictims)
 			}
-			if !tc.wantAdmit && v.Reason != scheduling.ReasonPreempting {
-				t.Errorf("reason %s %q, want %s", v.Reason, v.Message, scheduling.ReasonPreempting)
+			if !tc.wantAdmit && v.Cause != CausePreempting {
+				t.Errorf("cause %s %q, want %s", v.Cause, v.Message, CausePreempting)
 			}
 		})
 	}

@@ -62,13 +62,13 @@ func TestAdmitWithCapacityRequests(t *testing.T) {
 			name:       "another gang, even of higher priority, does not take that room",
 			bound:      requests,
 			candidates: []Candidate{gang("other", 100, 1, 2, "30")},
-			want:       map[string]string{"ns/other": scheduling.ReasonInsufficientCapacity},
+			want:       map[string]string{"ns/other": string(CauseNoRoom)},
 		},
 		{
 			name:       "a gang that does not fit even with its requests gives their room back to the next",
 			bound:      requests,
 			candidates: []Candidate{gang("want", 10, 1, 3, "30"), gang("small", 0, 2, 1, "10")},
-			want:       map[string]string{"ns/want": scheduling.ReasonInsufficientCapacity, "ns/small": "admit"},
+			want:       map[string]string{"ns/want": string(CauseNoRoom), "ns/small": "admit"},
 		},
 		{
 			name:  "the next gang after one placed on its requests sees their room taken",
@@ -76,7 +76,7 @@ func TestAdmitWithCapacityRequests(t *testing.T) {
 			candidates: []Candidate{
 				gang("want", 10, 1, 2, "30"), gang("later", 0, 2, 1, "20"),
 			},
-			want: map[string]string{"ns/want": "admit", "ns/later": scheduling.ReasonInsufficientCapacity},
+			want: map[string]string{"ns/want": "admit", "ns/later": string(CauseNoRoom)},
 		},
 		{
 			name:       "a gang of one fits the old node's free room beside the requests",
@@ -90,14 +90,14 @@ func TestAdmitWithCapacityRequests(t *testing.T) {
 			candidates:  []Candidate{gang("huge", 10, 1, 4, "40"), gang("small", 0, 2, 1, "1")},
 			strategy:    StrictFIFO,
 			autoscaling: true,
-			want:        map[string]string{"ns/huge": scheduling.ReasonExceedsClusterCapacity, "ns/small": scheduling.ReasonQueued},
+			want:        map[string]string{"ns/huge": string(CauseNeverFits), "ns/small": string(CauseQueued)},
 		},
 		{
 			name:       "StrictFIFO without autoscaling: that gang can never fit and is skipped",
 			bound:      requests[2:],
 			candidates: []Candidate{gang("huge", 10, 1, 4, "40"), gang("small", 0, 2, 1, "1")},
 			strategy:   StrictFIFO,
-			want:       map[string]string{"ns/huge": scheduling.ReasonExceedsClusterCapacity, "ns/small": "admit"},
+			want:       map[string]string{"ns/huge": string(CauseNeverFits), "ns/small": "admit"},
 		},
 	}
 	for _, tc := range tests {
@@ -116,7 +116,7 @@ func TestAdmitWithCapacityRequests(t *testing.T) {
 						}
 					}
 				} else {
-					got[v.Key.String()] = v.Reason
+					got[v.Key.String()] = string(v.Cause)
 				}
 			}
 			for k, w := range tc.want {

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // TestSchedulerRules checks that placement applies each of kube-scheduler's
@@ -249,8 +247,8 @@ func TestTwoGangsInOneCycleSeeEachOther(t *testing.T) {
 			if !got["ns/a"].Admit || got["ns/b"].Admit {
 				t.Fatalf("verdicts a=%+v b=%+v, want a admitted and b waiting", got["ns/a"], got["ns/b"])
 			}
-			if got["ns/b"].Reason != scheduling.ReasonInsufficientCapacity {
-				t.Errorf("b waits with %s, want %s: %s", got["ns/b"].Reason, scheduling.ReasonInsufficientCapacity, got["ns/b"].Message)
+			if got["ns/b"].Cause != CauseNoRoom {
+				t.Errorf("b waits with %s, want %s: %s", got["ns/b"].Cause, CauseNoRoom, got["ns/b"].Message)
 			}
 		})
 	}

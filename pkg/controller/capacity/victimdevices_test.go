@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
-
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // namedClaim gives a pod the claim of that name.
@@ -91,7 +89,7 @@ func TestPreemptionFreesDevices(t *testing.T) {
 	}
 	type outcome struct {
 		Admit   bool
-		Reason  string
+		Cause   Cause
 		Victims []string
 		Nodes   []string
 	}
@@ -109,14 +107,14 @@ func TestPreemptionFreesDevices(t *testing.T) {
 			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "a"}, cpu: "1", claims: true}, peer},
 			objs:       objs(lowOnA, peerClaims, claims("high", 2)),
 			candidates: []Candidate{gpuGang("high", 10, 2, "1")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"low"}, Nodes: []string{"a", "a"}}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"low"}, Nodes: []string{"a", "a"}}},
 		},
 		{
 			name:       "a claim generated from a template for a victim's pod is freed, reserved or not",
 			gangs:      []running{{key: "low", priority: 1, nodes: []string{"a", "a"}, cpu: "1", generated: true}, peer},
 			objs:       objs([]runtime.Object{ownedBy(heldClaim("low-0", "a", "gpu-0", "low-0"), "low-0"), ownedBy(heldClaim("low-1", "a", "gpu-1"), "low-1")}, peerClaims, claims("high", 2)),
 			candidates: []Candidate{gpuGang("high", 10, 2, "1")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"low"}, Nodes: []string{"a", "a"}}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"low"}, Nodes: []string{"a", "a"}}},
 		},
 		{
 			name: "a victim whose devices are on a node the gang cannot use is not chosen",
@@ -126,7 +124,7 @@ func TestPreemptionFreesDevices(t *testing.T) {
 			},
 			objs:       objs(lowOnA, []runtime.Object{heldClaim("mid-0", "b", "gpu-0", "mid-0"), heldClaim("mid-1", "b", "gpu-1", "mid-1")}, claims("high", 2)),
 			candidates: []Candidate{gpuGang("high", 10, 2, "1", withNodeSelector("kubernetes.io/hostname", "b"))},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"mid"}, Nodes: []string{"b", "b"}}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"mid"}, Nodes: []string{"b", "b"}}},
 		},
 		{
 			name: "a claim that a pod not preempted shares keeps its device",
@@ -140,7 +138,7 @@ func TestPreemptionFreesDevices(t *testing.T) {
 			objs: objs([]runtime.Object{heldClaim("low-0", "a", "gpu-0", "low-0"), heldClaim("low-1", "a", "gpu-1", "low-1", "web")},
 				[]runtime.Object{heldClaim("mid-0", "b", "gpu-0", "mid-0"), heldClaim("mid-1", "b", "gpu-1", "mid-1")}, claims("high", 2)),
 			candidates: []Candidate{gpuGang("high", 10, 2, "1")},
-			want:       map[string]outcome{"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"mid"}, Nodes: []string{"b", "b"}}},
+			want:       map[string]outcome{"high": {Cause: CausePreempting, Victims: []string{"mid"}, Nodes: []string{"b", "b"}}},
 		},
 		{
 			name:  "the devices freed for a preemptor are not given to a gang released in the same cycle",
@@ -153,8 +151,8 @@ func TestPreemptionFreesDevices(t *testing.T) {
 				gpuGang("next", 0, 1, "1"),
 			},
 			want: map[string]outcome{
-				"high": {Reason: scheduling.ReasonPreempting, Victims: []string{"low"}, Nodes: []string{"a"}},
-				"next": {Reason: scheduling.ReasonInsufficientCapacity},
+				"high": {Cause: CausePreempting, Victims: []string{"low"}, Nodes: []string{"a"}},
+				"next": {Cause: CauseNoRoom},
 			},
 		},
 		{
@@ -170,8 +168,8 @@ func TestPreemptionFreesDevices(t *testing.T) {
 				func() Candidate { c := gpuGang("h2", 10, 2, "1"); c.Created = t0.Add(time.Second); return c }(),
 			},
 			want: map[string]outcome{
-				"h1": {Reason: scheduling.ReasonPreempting, Victims: []string{"low"}, Nodes: []string{"a", "a"}},
-				"h2": {Reason: scheduling.ReasonPreempting, Victims: []string{"other"}, Nodes: []string{"b", "b"}},
+				"h1": {Cause: CausePreempting, Victims: []string{"low"}, Nodes: []string{"a", "a"}},
+				"h2": {Cause: CausePreempting, Victims: []string{"other"}, Nodes: []string{"b", "b"}},
 			},
 		},
 		{
@@ -186,8 +184,8 @@ func TestPreemptionFreesDevices(t *testing.T) {
 				{Key: gk("low"), Priority: 0, Created: t0, Pods: pods("low", 1, "30"), Need: 1},
 			},
 			want: map[string]outcome{
-				"high": {Reason: scheduling.ReasonPreempting},
-				"low":  {Reason: scheduling.ReasonInsufficientCapacity},
+				"high": {Cause: CausePreempting},
+				"low":  {Cause: CauseNoRoom},
 			},
 			wantMsg: map[string]string{"high": "waiting for 2 pods of the 1 preempted gang(s) or pod(s) to be deleted"},
 		},
@@ -207,7 +205,7 @@ func TestPreemptionFreesDevices(t *testing.T) {
 				Victims: func() Pool { return tr.Victims(len(tc.unmanaged) > 0) }}
 			got := map[string]outcome{}
 			for _, v := range Admit(tr.Snapshot(f), tc.candidates, opts) {
-				o := outcome{Admit: v.Admit, Reason: v.Reason}
+				o := outcome{Admit: v.Admit, Cause: v.Cause}
 				for _, vic := range v.Victims {
 					o.Victims = append(o.Victims, vic.Key)
 				}

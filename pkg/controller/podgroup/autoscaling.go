@@ -194,7 +194,7 @@ func (s *autoscaler) forget(key scheduling.GroupKey) {
 //   - A request that stood --capacity-request-timeout without room for the
 //     whole gang, or that the autoscaler refused, is withdrawn, and the
 //     gang asks again after a backoff.
-func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
+func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	budget := s.maxPods
@@ -217,7 +217,7 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 			delete(s.backoff, v.Key)
 			continue
 		}
-		if len(v.Victims) > 0 || (v.Reason != scheduling.ReasonInsufficientCapacity && v.Reason != scheduling.ReasonExceedsClusterCapacity) {
+		if len(v.Victims) > 0 || (v.Cause != capacity.CauseNoRoom && v.Cause != capacity.CauseNeverFits) {
 			continue
 		}
 		if b, ok := s.backoff[v.Key]; ok && now.Before(b.until) {
@@ -302,7 +302,7 @@ func (s *autoscaler) announceProvisioned(key scheduling.GroupKey, d autoscaling.
 // withdraw ends a request that timed out or was refused: the verdict says
 // why, and the gang waits out its backoff. The workers delete the request,
 // since it is no longer wanted. Called with s.mu held.
-func (s *autoscaler) withdraw(v *capacity.Verdict, d autoscaling.Demand, st autoscaling.State, refused bool, now time.Time) {
+func (s *autoscaler) withdraw(v *outcome, d autoscaling.Demand, st autoscaling.State, refused bool, now time.Time) {
 	b := s.backoff[v.Key]
 	b.failures++
 	b.until = now.Add(min(capacityRequestBackoff<<(b.failures-1), capacityRequestMaxBackoff))

@@ -88,11 +88,11 @@ func gpuPods(group string, n int) []*corev1.Pod {
 func TestAutoscalerPlan(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	timeout := 5 * time.Minute
-	waiting := func(key string) capacity.Verdict {
-		return capacity.Verdict{Key: gk("ns/" + key), Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}
+	waiting := func(key string) outcome {
+		return outcomeOf(capacity.Verdict{Key: gk("ns/" + key), Cause: capacity.CauseNoRoom, Message: "does not fit"})
 	}
-	exceeds := func(key string) capacity.Verdict {
-		return capacity.Verdict{Key: gk("ns/" + key), Reason: scheduling.ReasonExceedsClusterCapacity, Message: "never fits"}
+	exceeds := func(key string) outcome {
+		return outcomeOf(capacity.Verdict{Key: gk("ns/" + key), Cause: capacity.CauseNeverFits, Message: "never fits"})
 	}
 	type gang struct {
 		name string
@@ -101,7 +101,7 @@ func TestAutoscalerPlan(t *testing.T) {
 	tests := []struct {
 		name     string
 		gangs    []gang
-		verdicts []capacity.Verdict
+		verdicts []outcome
 		maxPods  int
 		strict   bool
 		// states are requests that exist, by group name: Provisioned,
@@ -119,7 +119,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "a gang that does not fit asks for room",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{waiting("a")},
+			verdicts:   []outcome{waiting("a")},
 			wantWanted: []string{"a"},
 			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
 			wantMsg:    map[string]string{"a": "asking the autoscaler for room for 8 pods (Pods); now: does not fit"},
@@ -128,7 +128,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "a gang larger than the idle cluster asks too: nodes may be added",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{exceeds("a")},
+			verdicts:   []outcome{exceeds("a")},
 			wantWanted: []string{"a"},
 			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
 			wantWork:   []string{"a"},
@@ -136,7 +136,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "gangs ask in queue order within the bound, and none behind one that does not fit the bound",
 			gangs:      []gang{{"a", 8}, {"b", 4}, {"c", 1}},
-			verdicts:   []capacity.Verdict{waiting("a"), waiting("b"), waiting("c")},
+			verdicts:   []outcome{waiting("a"), waiting("b"), waiting("c")},
 			maxPods:    10,
 			wantWanted: []string{"a"},
 			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes, "b": scheduling.ReasonInsufficientCapacity, "c": scheduling.ReasonInsufficientCapacity},
@@ -145,14 +145,14 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "BestEffortFIFO: every waiting gang within the bound asks",
 			gangs:      []gang{{"a", 8}, {"b", 4}},
-			verdicts:   []capacity.Verdict{waiting("a"), waiting("b")},
+			verdicts:   []outcome{waiting("a"), waiting("b")},
 			wantWanted: []string{"a", "b"},
 			wantWork:   []string{"a", "b"},
 		},
 		{
 			name:       "StrictFIFO: only the head asks",
 			gangs:      []gang{{"a", 8}, {"b", 4}},
-			verdicts:   []capacity.Verdict{exceeds("a"), waiting("b")},
+			verdicts:   []outcome{exceeds("a"), waiting("b")},
 			strict:     true,
 			wantWanted: []string{"a"},
 			wantWork:   []string{"a"},
@@ -160,17 +160,17 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:  "a gang that preempts, one queued and one admitted ask for nothing",
 			gangs: []gang{{"p", 2}, {"q", 2}, {"ok", 2}},
-			verdicts: []capacity.Verdict{
-				{Key: gk("ns/p"), Reason: scheduling.ReasonPreempting, Victims: []*capacity.Victim{{Key: "ns/v"}}},
-				{Key: gk("ns/q"), Reason: scheduling.ReasonQueued},
-				{Key: gk("ns/ok"), Admit: true},
+			verdicts: []outcome{
+				outcomeOf(capacity.Verdict{Key: gk("ns/p"), Cause: capacity.CausePreempting, Victims: []*capacity.Victim{{Key: "ns/v"}}}),
+				outcomeOf(capacity.Verdict{Key: gk("ns/q"), Cause: capacity.CauseQueued}),
+				outcomeOf(capacity.Verdict{Key: gk("ns/ok"), Admit: true}),
 			},
 			wantReason: map[string]string{"q": scheduling.ReasonQueued},
 		},
 		{
 			name:       "an admitted gang's request and an orphan request are withdrawn",
 			gangs:      []gang{{"ok", 2}},
-			verdicts:   []capacity.Verdict{{Key: gk("ns/ok"), Admit: true}},
+			verdicts:   []outcome{outcomeOf(capacity.Verdict{Key: gk("ns/ok"), Admit: true})},
 			states:     map[string]string{"ok": "2/2 1m", "gone": "1/1 1m"},
 			wantWork:   []string{"gone", "ok"},
 			wantWanted: nil,
@@ -178,7 +178,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "a request in progress says how much of it has room",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{waiting("a")},
+			verdicts:   []outcome{waiting("a")},
 			states:     map[string]string{"a": "6/8 1m"},
 			wantWanted: []string{"a"},
 			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
@@ -189,7 +189,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "a request for pods that changed is made again",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{waiting("a")},
+			verdicts:   []outcome{waiting("a")},
 			states:     map[string]string{"a": "8/8 1m stale"},
 			wantWanted: []string{"a"},
 			wantWork:   []string{"a"},
@@ -197,7 +197,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "a request that timed out is withdrawn, and says how much had room",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{waiting("a")},
+			verdicts:   []outcome{waiting("a")},
 			states:     map[string]string{"a": "6/8 5m"},
 			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned},
 			wantMsg:    map[string]string{"a": "the autoscaler provided room for 6 of the 8 pods asked for with pods within 5m0s (--capacity-request-timeout); request withdrawn so that it can take back the nodes it added; asking again at 1970-01-01T02:47:40Z"},
@@ -206,7 +206,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "a request the autoscaler refused is withdrawn at once",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{waiting("a")},
+			verdicts:   []outcome{waiting("a")},
 			states:     map[string]string{"a": "0/8 1m failed"},
 			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned},
 			wantMsg:    map[string]string{"a": "the autoscaler cannot provide room for the 8 pods asked for with pods: no capacity; request withdrawn; asking again at 1970-01-01T02:47:40Z"},
@@ -215,7 +215,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "during its backoff a gang asks for nothing, and under StrictFIFO nor does any behind it",
 			gangs:      []gang{{"a", 8}, {"b", 1}},
-			verdicts:   []capacity.Verdict{waiting("a"), waiting("b")},
+			verdicts:   []outcome{waiting("a"), waiting("b")},
 			strict:     true,
 			backoff:    map[string]time.Duration{"a": time.Minute},
 			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned, "b": scheduling.ReasonInsufficientCapacity},
@@ -223,7 +223,7 @@ func TestAutoscalerPlan(t *testing.T) {
 		{
 			name:       "once its backoff ends it asks again",
 			gangs:      []gang{{"a", 8}},
-			verdicts:   []capacity.Verdict{waiting("a")},
+			verdicts:   []outcome{waiting("a")},
 			backoff:    map[string]time.Duration{"a": -time.Second},
 			wantWanted: []string{"a"},
 			wantWork:   []string{"a"},
@@ -264,7 +264,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			for name, left := range tc.backoff {
 				s.backoff[gk("ns/"+name)] = requestBackoff{until: t0.Add(left), failures: 1, message: "timed out"}
 			}
-			verdicts := append([]capacity.Verdict(nil), tc.verdicts...)
+			verdicts := append([]outcome(nil), tc.verdicts...)
 			s.plan(verdicts, t0)
 
 			var wanted []string
@@ -275,7 +275,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			if strings.Join(wanted, ",") != strings.Join(tc.wantWanted, ",") {
 				t.Errorf("wanted requests: got %v, want %v", wanted, tc.wantWanted)
 			}
-			byKey := map[string]capacity.Verdict{}
+			byKey := map[string]outcome{}
 			for _, v := range verdicts {
 				byKey[strings.TrimPrefix(v.Key.String(), "ns/")] = v
 			}
@@ -315,7 +315,7 @@ func TestAutoscalerSync(t *testing.T) {
 	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
 	ctx := context.Background()
 
-	s.plan([]capacity.Verdict{{Key: gk("ns/a"), Reason: scheduling.ReasonInsufficientCapacity}}, t0)
+	s.plan([]outcome{outcomeOf(capacity.Verdict{Key: gk("ns/a"), Cause: capacity.CauseNoRoom})}, t0)
 	if err := s.sync(ctx, gk("ns/a")); err != nil {
 		t.Fatal(err)
 	}
@@ -337,11 +337,11 @@ func TestAutoscalerSync(t *testing.T) {
 	// A request the API refuses: the error is kept for the message.
 	req.fail = fmt.Errorf(`pods "a-cr-0" is forbidden: exceeded quota: gpus`)
 	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
-	s.plan([]capacity.Verdict{{Key: gk("ns/a"), Reason: scheduling.ReasonInsufficientCapacity}}, t0)
+	s.plan([]outcome{outcomeOf(capacity.Verdict{Key: gk("ns/a"), Cause: capacity.CauseNoRoom})}, t0)
 	if err := s.sync(ctx, gk("ns/a")); err == nil {
 		t.Fatal("a refused request is no error")
 	}
-	v := []capacity.Verdict{{Key: gk("ns/a"), Reason: scheduling.ReasonInsufficientCapacity, Message: "does not fit"}}
+	v := []outcome{outcomeOf(capacity.Verdict{Key: gk("ns/a"), Cause: capacity.CauseNoRoom, Message: "does not fit"})}
 	s.plan(v, t0)
 	if want := "asking the autoscaler for room for 8 pods (Pods); making it failed: pods \"a-cr-0\" is forbidden: exceeded quota: gpus; now: does not fit"; v[0].Message != want {
 		t.Errorf("message\n got %q\nwant %q", v[0].Message, want)

@@ -23,7 +23,7 @@ type admissionQueue struct {
 	// that the group's sync has not yet written to status.
 	decided map[scheduling.GroupKey]capacity.Verdict
 	// waiting says why each group that did not fit waits.
-	waiting map[scheduling.GroupKey]capacity.Verdict
+	waiting map[scheduling.GroupKey]outcome
 	kick    chan struct{}
 }
 
@@ -31,7 +31,7 @@ func newAdmissionQueue() *admissionQueue {
 	return &admissionQueue{
 		candidates: map[scheduling.GroupKey]capacity.Candidate{},
 		decided:    map[scheduling.GroupKey]capacity.Verdict{},
-		waiting:    map[scheduling.GroupKey]capacity.Verdict{},
+		waiting:    map[scheduling.GroupKey]outcome{},
 		kick:       make(chan struct{}, 1),
 	}
 }
@@ -86,7 +86,7 @@ func (q *admissionQueue) recorded(key scheduling.GroupKey) {
 }
 
 // waitReason returns why a group last failed to fit.
-func (q *admissionQueue) waitReason(key scheduling.GroupKey) (capacity.Verdict, bool) {
+func (q *admissionQueue) waitReason(key scheduling.GroupKey) (outcome, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	v, ok := q.waiting[key]
@@ -117,9 +117,9 @@ func (q *admissionQueue) snapshot() []capacity.Candidate {
 	return out
 }
 
-// apply stores a cycle's verdicts and returns the groups whose sync must
+// apply stores a cycle's outcomes and returns the groups whose sync must
 // run: those admitted, and those whose reason to wait changed.
-func (q *admissionQueue) apply(verdicts []capacity.Verdict) (changed []scheduling.GroupKey, waiting int) {
+func (q *admissionQueue) apply(verdicts []outcome) (changed []scheduling.GroupKey, waiting int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, v := range verdicts {
@@ -127,7 +127,7 @@ func (q *admissionQueue) apply(verdicts []capacity.Verdict) (changed []schedulin
 			// An admission, or a preemption: the group's sync records it.
 			delete(q.candidates, v.Key)
 			delete(q.waiting, v.Key)
-			q.decided[v.Key] = v
+			q.decided[v.Key] = v.Verdict
 			changed = append(changed, v.Key)
 			continue
 		}
@@ -189,13 +189,13 @@ func (a *capacityAdmission) admitCycle() {
 	if a.autoscale != nil {
 		opts.Requests, opts.Autoscaling = a.tracker.Requests, true
 	}
-	verdicts := capacity.Admit(a.tracker.Snapshot(a.filters), cands, opts)
+	verdicts := outcomesOf(capacity.Admit(a.tracker.Snapshot(a.filters), cands, opts))
 	if a.autoscale != nil {
 		a.autoscale.plan(verdicts, start)
 	}
 	for _, v := range verdicts {
 		if v.Admit {
-			a.tracker.Assume(v.Key, assignedNodes(v))
+			a.tracker.Assume(v.Key, assignedNodes(v.Verdict))
 			a.tracker.AssumeReservations(v.Key, standInSlots(v.Copies))
 		}
 	}

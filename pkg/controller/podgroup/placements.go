@@ -20,8 +20,8 @@ import (
 // and carries a decision into status once one is made: the placements go
 // into status.placements in the same write as Admitted=True, before any pod
 // is pinned or released. It reports whether the gang is admitted now and,
-// if not, why the last cycle left it waiting (a zero Verdict before any).
-func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (capacity.Verdict, bool) {
+// if not, why the last cycle left it waiting (a zero outcome before any).
+func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (outcome, bool) {
 	// The missing pods of createdLater roles are placed from their role's
 	// template, in the same all-or-nothing placement, and reserved
 	// (reservations.go).
@@ -37,7 +37,7 @@ func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodG
 			// A preemption: recorded now, carried out once written
 			// (preemption.go); the gang is admitted in a later cycle.
 			a.recordPreemption(pg, v, d, gangPriority(pg, v.all), now)
-			return capacity.Verdict{}, false
+			return outcome{}, false
 		}
 		if len(d.Victims) == 0 && placed > 0 && placed+released >= need {
 			pg.Status.Preemption = nil
@@ -47,7 +47,7 @@ func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodG
 				setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
 			}
 			v.decisionApplied = true
-			return capacity.Verdict{}, true
+			return outcome{}, true
 		}
 		// The gang changed since the cycle placed it: place it again.
 		a.drop(key)
@@ -55,7 +55,7 @@ func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodG
 	copies := laterCopies(pg, missing)
 	if len(toPlace) == 0 && len(copies) == 0 {
 		// Every active pod was released already (by hand): nothing to place.
-		return capacity.Verdict{}, true
+		return outcome{}, true
 	}
 	if a.autoscale != nil {
 		a.autoscale.offer(key, pg, toPlace, copies)
