@@ -15,10 +15,12 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
-// admit is step 6: it decides whether the group is admitted and records the
-// decision in pg's status: Admitted=True with admissionTime the first time
+// admit is step 6: it decides whether the group is admitted, asking the
+// admission mode (admitter.go) once the gang is complete, and records the
+// decision in pg's status (recordDecision, decision.go): Admitted=True with admissionTime the first time
 // the group has no group gates and at least minCount active pods. It reports
 // whether the group's gated pods should be released now. Once admitted, a
 // group stays admitted, so pods that join later (replacements, scale-up) are
@@ -28,6 +30,7 @@ import (
 // pods, for checkOrderedReady.
 func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, now time.Time) bool {
 	key := groupKey(pg.Namespace, pg.Name)
+	g := admissionGroup(key, pg, v)
 	if isFinished(pg) {
 		c.admitter.withdraw(key)
 		return false
@@ -41,7 +44,9 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 			v.reserveAfter = holding
 			return true
 		}
-		v.reserveAfter = c.admitter.admitJoiners(key, pg, v, now)
+		d := c.admitter.admitJoiners(g, now)
+		v.reserveAfter = d.Recheck
+		c.recordDecision(pg, v, d, now) // decision.go
 		return true
 	}
 	if n := stillReleased(pg, v); n > 0 {
@@ -75,8 +80,8 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	rolesMsg, rolesShort := rolesShort(pg, v)
 	// Pods of createdLater roles are not waited for: their places are
 	// reserved when the gang is admitted (reservations.go).
-	missing := laterMissing(pg, v)
-	later := sumCounts(missing)
+	missing := g.LaterMissing()
+	later := admission.SumCounts(missing)
 	if v.active+later < need {
 		msg := fmt.Sprintf("has %d of the %d active pods it needs", v.active, need)
 		if later > 0 {
@@ -100,44 +105,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		c.admitter.withdraw(key)
 		return false
 	}
-	admitted, reason, msg := c.admitter.admitGang(key, pg, v, need, later, now)
-	if !admitted {
-		if reason != "" {
-			c.setWaiting(pg, v, reason, msg, now)
-		}
-		return false
-	}
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, reason, msg, now)
-	t := metav1.NewTime(now)
-	pg.Status.AdmissionTime = &t
-	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
-		// Admitted again after a preemption: admissionTime moves forward,
-		// which validation allows only then.
-		setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionFalse, scheduling.ReasonReadmitted, "admitted again after it was preempted", now)
-	}
-	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventAdmitted, msg) })
-	return true
-}
-
-// setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
-// the latest count; an event is recorded only when the reason changes, not
-// for every pod that arrives.
-func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, v *podView, reason, msg string, now time.Time) {
-	c.setNotAdmitted(pg, v, reason, msg, corev1.EventTypeNormal, scheduling.EventWaiting, now)
-}
-
-// setNotAdmitted is setWaiting with the event's type and reason: a Warning
-// when only the user can end the wait.
-func (c *Controller) setNotAdmitted(pg *v1alpha1.PodGroup, v *podView, reason, msg, eventType, eventReason string, now time.Time) {
-	// The old reason is copied: setCondition changes the condition in place.
-	oldReason := ""
-	if old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); old != nil {
-		oldReason = old.Reason
-	}
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
-	if oldReason != reason {
-		v.onceWritten(func() { c.recorder.Event(pg, eventType, eventReason, msg) })
-	}
+	return c.recordDecision(pg, v, c.admitter.admitGang(g, need, later, now), now) // decision.go
 }
 
 // ungate is step 9, for an admitted group: it removes the admission gate

@@ -13,6 +13,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // admitter is the one place where the two admission modes differ. With
@@ -31,14 +32,14 @@ type admitter interface {
 
 	// admitGang is step 6 for a complete gang that is not yet admitted:
 	// need is minCount and later the pods of createdLater roles not yet
-	// created. If the gang is admitted now, reason and msg are those of
-	// Admitted=True; if not, those of Admitted=False, or "" when there is
-	// nothing new to say.
-	admitGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (admitted bool, reason, msg string)
+	// created. The decision says whether the gang is admitted now, why,
+	// and what status records for it; the controller writes it
+	// (recordDecision).
+	admitGang(g admission.Group, need, later int32, now time.Time) admission.Decision
 	// admitJoiners is step 6 for an admitted group: the pods that joined
-	// it, and the places reserved for pods not yet created. It returns
-	// when to look again, for a reservation that times out.
-	admitJoiners(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration
+	// it, and the places reserved for pods not yet created. The decision's
+	// Recheck is when to look again, for a reservation that times out.
+	admitJoiners(g admission.Group, now time.Time) admission.Decision
 	// withdraw takes a group out of admission: it has nothing to place now.
 	withdraw(key scheduling.GroupKey)
 	// drop forgets all that admission decided for a group and that nothing
@@ -63,7 +64,7 @@ type admitter interface {
 	// unreservedLater is how many missing pods of createdLater roles a
 	// release counts as present although nothing is reserved for them
 	// (holdShort).
-	unreservedLater(pg *v1alpha1.PodGroup, v *podView) int32
+	unreservedLater(g admission.Group) int32
 
 	// observePod tells admission that one of Muster's pods changed, or is
 	// gone.

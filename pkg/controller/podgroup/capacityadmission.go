@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
@@ -146,25 +148,33 @@ func (a *capacityAdmission) startFilters(ctx context.Context) *capacity.Filters 
 }
 
 // admitGang admits a complete gang once a cycle has placed it (placeGang).
-func (a *capacityAdmission) admitGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need, later int32, now time.Time) (bool, string, string) {
-	if w, placed := a.placeGang(key, pg, v, need, now); !placed {
-		return false, w.Reason, w.Message
+func (a *capacityAdmission) admitGang(g admission.Group, need, later int32, now time.Time) admission.Decision {
+	d, placed := a.placeGang(g, need, now)
+	if !placed {
+		return d
 	}
-	msg := fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", v.active, need)
+	msg := fmt.Sprintf("%d of %d needed pods are present and fit; each is pinned to the node reserved for it and released", g.Active, need)
 	if later > 0 {
-		msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", v.active, later)
+		msg = fmt.Sprintf("%d pods are present and fit, and capacity is reserved for the %d pods created later; each present pod is pinned to the node reserved for it and released", g.Active, later)
 	}
-	_, free, why := a.splitUnmodelled(activeGated(v))
-	msg += unpinnedNote(free, why)
-	return true, scheduling.ReasonGangFits, msg
+	_, free, why := a.splitUnmodelled(g.ActiveGated())
+	d.Admitted, d.Reason, d.Message = true, scheduling.ReasonGangFits, msg+unpinnedNote(free, why)
+	return d
 }
 
-// admitJoiners serves the group's reservations (reservations.go), then
-// places the pods that joined it (placements.go).
-func (a *capacityAdmission) admitJoiners(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
-	next := a.reserve(pg, v, now)
-	next = soonest(next, a.placeJoiners(key, pg, v, now))
-	return next
+// admitJoiners serves the group's reservations (capacityreservations.go),
+// then places the pods that joined it (capacityplacements.go), on a copy
+// of what the group's status holds: the decision's Places.
+func (a *capacityAdmission) admitJoiners(g admission.Group, now time.Time) admission.Decision {
+	var d admission.Decision
+	places := &admission.Places{
+		Placements:   slices.Clone(g.PodGroup.Status.Placements),
+		Reservations: slices.Clone(g.PodGroup.Status.Reservations),
+	}
+	d.Recheck = a.reserve(g, places, &d, now)
+	d.Recheck = admission.Soonest(d.Recheck, a.placeJoiners(g, places, &d, now))
+	d.Places = places
+	return d
 }
 
 func (a *capacityAdmission) withdraw(key scheduling.GroupKey) { a.queue.withdraw(key) }
@@ -211,7 +221,7 @@ func (a *capacityAdmission) explainStalled(p *corev1.Pod, node string) string {
 
 // unreservedLater is none: every missing pod of a createdLater role has a
 // reserved place, which holdShort counts as such.
-func (a *capacityAdmission) unreservedLater(*v1alpha1.PodGroup, *podView) int32 { return 0 }
+func (a *capacityAdmission) unreservedLater(admission.Group) int32 { return 0 }
 
 // observePod tells the tracker what one of Muster's pods holds, and asks
 // for a cycle: what it frees may let a waiting gang fit.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // countAdmission is --admission=count: a complete gang is released at once,
@@ -24,17 +25,17 @@ func (countAdmission) start(context.Context, *sync.WaitGroup, <-chan struct{}) {
 
 // admitGang admits every complete gang. Pods of createdLater roles are not
 // waited for, and nothing is reserved for them, which the message says.
-func (countAdmission) admitGang(_ scheduling.GroupKey, _ *v1alpha1.PodGroup, v *podView, need, later int32, _ time.Time) (bool, string, string) {
-	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", v.active, need)
+func (countAdmission) admitGang(g admission.Group, need, later int32, _ time.Time) admission.Decision {
+	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", g.Active, need)
 	if later > 0 {
-		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", v.active, later)
+		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", g.Active, later)
 	}
-	return true, scheduling.ReasonGangComplete, msg
+	return admission.Decision{Admitted: true, Reason: scheduling.ReasonGangComplete, Message: msg}
 }
 
 // admitJoiners has nothing to do: joiners of an admitted group go at once.
-func (countAdmission) admitJoiners(scheduling.GroupKey, *v1alpha1.PodGroup, *podView, time.Time) time.Duration {
-	return 0
+func (countAdmission) admitJoiners(admission.Group, time.Time) admission.Decision {
+	return admission.Decision{}
 }
 
 func (countAdmission) withdraw(scheduling.GroupKey) {}
@@ -50,8 +51,8 @@ func (countAdmission) releaseTo(map[types.UID]string, *corev1.Pod) (string, bool
 
 // unreservedLater counts the missing pods of createdLater roles as present:
 // they are not waited for, so a gang whose other pods are all there goes.
-func (countAdmission) unreservedLater(pg *v1alpha1.PodGroup, v *podView) int32 {
-	return sumCounts(laterMissing(pg, v))
+func (countAdmission) unreservedLater(g admission.Group) int32 {
+	return admission.SumCounts(g.LaterMissing())
 }
 
 func (countAdmission) observePod(*corev1.Pod, bool) {}

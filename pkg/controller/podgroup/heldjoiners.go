@@ -12,6 +12,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // Held joiners (issue 21, item 2): a pod that joins an admitted group is
@@ -54,19 +55,21 @@ func (h *heldPlacements) forget(key scheduling.GroupKey) {
 // expireHeld is placeJoiners' first share: it gives back the placements
 // of pods that have stayed gated past maxHeldPlacement, and reports
 // whether the group's joiners may be placed now, and when to look again.
-func (a *capacityAdmission) expireHeld(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) (bool, time.Duration) {
+// It updates places and d.
+func (a *capacityAdmission) expireHeld(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) (bool, time.Duration) {
+	key, pg := g.Key, g.PodGroup
 	h := &a.held
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	gated := map[types.UID]bool{}
-	for _, p := range activeGated(v) {
+	for _, p := range g.ActiveGated() {
 		gated[p.UID] = true
 	}
 	seen := map[types.UID]time.Time{}
 	gone := map[types.UID]bool{}
 	var expired []string
 	var next time.Duration
-	for _, pl := range pg.Status.Placements {
+	for _, pl := range places.Placements {
 		if !gated[pl.UID] {
 			continue
 		}
@@ -79,7 +82,7 @@ func (a *capacityAdmission) expireHeld(key scheduling.GroupKey, pg *v1alpha1.Pod
 		// period, and must not restart the clock meanwhile.
 		seen[pl.UID] = at
 		if left := at.Add(maxHeldPlacement).Sub(now); left > 0 {
-			next = soonest(next, left)
+			next = admission.Soonest(next, left)
 			continue
 		}
 		expired = append(expired, pl.Pod)
@@ -93,7 +96,7 @@ func (a *capacityAdmission) expireHeld(key scheduling.GroupKey, pg *v1alpha1.Pod
 		}
 		h.since[key] = seen
 	}
-	shape := podsShape{pods: v.pods, active: v.active}
+	shape := podsShape{pods: g.Present, active: g.Active}
 	if len(expired) == 0 {
 		if was, ok := h.expired[key]; ok {
 			if was == shape {
@@ -109,16 +112,16 @@ func (a *capacityAdmission) expireHeld(key scheduling.GroupKey, pg *v1alpha1.Pod
 	h.expired[key] = shape
 	// A placement made since (a pod that claimed a reserved place in this
 	// sync) keeps its own clock.
-	pg.Status.Placements = slices.DeleteFunc(slices.Clone(pg.Status.Placements), func(pl v1alpha1.PodPlacement) bool { return gone[pl.UID] })
-	if len(pg.Status.Placements) == 0 {
-		pg.Status.Placements = nil
+	places.Placements = slices.DeleteFunc(slices.Clone(places.Placements), func(pl v1alpha1.PodPlacement) bool { return gone[pl.UID] })
+	if len(places.Placements) == 0 {
+		places.Placements = nil
 	}
 	slices.Sort(expired)
-	msg := truncate(fmt.Sprintf("%d placed pods stayed gated for over %s, since the group has too few pods to release them with (minCount %d); their capacity was given back, and the group's pods are placed again once they change: %v",
-		len(expired), maxHeldPlacement, minCount(pg), expired))
-	if len(pg.Status.Reservations) == 0 { // else the condition is reserve's.
-		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonHeldPlacementsExpired, msg, now)
+	msg := admission.Truncate(fmt.Sprintf("%d placed pods stayed gated for over %s, since the group has too few pods to release them with (minCount %d); their capacity was given back, and the group's pods are placed again once they change: %v",
+		len(expired), maxHeldPlacement, admission.MinCount(pg), expired))
+	if len(places.Reservations) == 0 { // else the condition is reserve's.
+		d.Set(v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonHeldPlacementsExpired, msg)
 	}
-	v.onceWritten(func() { a.recorder.Event(pg, corev1.EventTypeWarning, scheduling.ReasonHeldPlacementsExpired, msg) })
+	d.Record(corev1.EventTypeWarning, scheduling.ReasonHeldPlacementsExpired, msg)
 	return false, next
 }

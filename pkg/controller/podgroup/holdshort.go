@@ -71,7 +71,7 @@ func (c *Controller) gangHas(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *
 	for _, p := range going {
 		goingNow.Insert(p.UID)
 	}
-	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg) + c.admitter.unreservedLater(pg, v)
+	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg) + c.admitter.unreservedLater(admissionGroup(key, pg, v))
 	for _, p := range activeGated(v) {
 		if !goingNow.Has(p.UID) && !c.memory.expecting(key, gatesRemoved, p.UID) {
 			have--

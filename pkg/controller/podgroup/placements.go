@@ -11,147 +11,19 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 	"github.com/muster-dev/muster/pkg/jsonpatch"
 )
 
-// placeGang is step 6's capacity check for a complete gang that is not yet
-// admitted. The admission cycle decides; this step offers the gang to it,
-// and carries a decision into status once one is made: the placements go
-// into status.placements in the same write as Admitted=True, before any pod
-// is pinned or released. It reports whether the gang is admitted now and,
-// if not, why the last cycle left it waiting (a zero outcome before any).
-func (a *capacityAdmission) placeGang(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, need int32, now time.Time) (outcome, bool) {
-	// The missing pods of createdLater roles are placed from their role's
-	// template, in the same all-or-nothing placement, and reserved
-	// (reservations.go).
-	toPlace, free, _ := a.splitUnmodelled(unplacedPods(pg, v))
-	missing := laterMissing(pg, v)
-	// Pods that placement cannot check are released unpinned with the gang
-	// (unmodelled.go); they count as present, like released ones.
-	released := v.active - int32(len(activeGated(v))) + int32(free)
-	if d, ok := a.queue.decision(key); ok {
-		pods, reserved := validAssignments(d, toPlace), validCopies(d, missing)
-		placed := int32(len(pods)) + placedCopies(reserved)
-		if len(d.Victims) > 0 && placed+released >= need {
-			// A preemption: recorded now, carried out once written
-			// (preemption.go); the gang is admitted in a later cycle.
-			a.recordPreemption(pg, v, d, gangPriority(pg, v.all), now)
-			return outcome{}, false
-		}
-		if len(d.Victims) == 0 && placed > 0 && placed+released >= need {
-			pg.Status.Preemption = nil
-			addPlacements(pg, pods)
-			if len(reserved) > 0 {
-				addReservations(pg, reserved)
-				setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg), now)
-			}
-			v.decisionApplied = true
-			return outcome{}, true
-		}
-		// The gang changed since the cycle placed it: place it again.
-		a.drop(key)
-	}
-	copies := laterCopies(pg, missing)
-	if len(toPlace) == 0 && len(copies) == 0 {
-		// Every active pod was released already (by hand): nothing to place.
-		return outcome{}, true
-	}
-	if a.autoscale != nil {
-		a.autoscale.offer(key, pg, toPlace, copies)
-	}
-	a.queue.offer(capacity.Candidate{
-		Key: key, Priority: gangPriority(pg, v.all), Created: pg.CreationTimestamp.Time,
-		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),
-		Preempt: mayPreempt(v.all), Preempting: preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
-	})
-	w, _ := a.queue.waitReason(key)
-	return w, false
-}
-
-// placeJoiners is step 6's capacity check for an admitted group: pods that
-// joined it (replacements, pods beyond minCount) are placed one by one as
-// capacity allows, and recorded in status before they are released. A
-// placement whose pod stays gated is given back after a while
-// (heldjoiners.go). It returns when to look again.
-func (a *capacityAdmission) placeJoiners(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) time.Duration {
-	ok, next := a.expireHeld(key, pg, v, now)
-	if !ok {
-		a.drop(key)
-		return next
-	}
-	toPlace, _, _ := a.splitUnmodelled(unplacedPods(pg, v))
-	if d, ok := a.queue.decision(key); ok {
-		if valid := validAssignments(d, toPlace); len(valid) > 0 {
-			addPlacements(pg, valid)
-			v.decisionApplied = true
-			return next
-		}
-		a.drop(key)
-	}
-	if len(toPlace) == 0 {
-		a.queue.withdraw(key)
-		return next
-	}
-	a.queue.offer(capacity.Candidate{Key: key, Priority: gangPriority(pg, v.all), Created: pg.CreationTimestamp.Time, Pods: toPlace})
-	return next
-}
-
 // activeGated are the gated pods that can still run.
 func activeGated(v *podView) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range v.gatedPods {
-		if !scheduling.IsEnding(p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// unplacedPods are the active gated pods with no placement in status.
-func unplacedPods(pg *v1alpha1.PodGroup, v *podView) []*corev1.Pod {
-	placed := placementsByUID(pg)
-	var out []*corev1.Pod
-	for _, p := range activeGated(v) {
-		if _, ok := placed[p.UID]; !ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// validAssignments keeps the assignments of a decision whose pods are still
-// waiting to be placed, as the sync sees them now.
-func validAssignments(d capacity.Verdict, toPlace []*corev1.Pod) []capacity.Assignment {
-	waiting := make(map[types.UID]bool, len(toPlace))
-	for _, p := range toPlace {
-		waiting[p.UID] = true
-	}
-	var out []capacity.Assignment
-	for _, a := range d.Assignments {
-		if waiting[a.Pod.UID] {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func addPlacements(pg *v1alpha1.PodGroup, as []capacity.Assignment) {
-	for _, a := range as {
-		pg.Status.Placements = append(pg.Status.Placements, v1alpha1.PodPlacement{Pod: a.Pod.Name, UID: a.Pod.UID, Node: a.Node})
-	}
+	return admission.Group{Gated: v.gatedPods}.ActiveGated()
 }
 
 // placementsByUID maps each placed pod's UID to its node.
 func placementsByUID(pg *v1alpha1.PodGroup) map[types.UID]string {
-	if len(pg.Status.Placements) == 0 {
-		return nil
-	}
-	out := make(map[types.UID]string, len(pg.Status.Placements))
-	for _, p := range pg.Status.Placements {
-		out[p.UID] = p.Node
-	}
-	return out
+	return admission.PlacementsByUID(pg)
 }
 
 // prunePlacements drops the placements that no longer reserve anything:
@@ -263,14 +135,5 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 	return next
 }
 
-// maxConditionMessage is the API's limit on a condition's message.
-const maxConditionMessage = 32768
-
 // truncate keeps a condition message within the API's limit.
-func truncate(s string) string {
-	const max = maxConditionMessage
-	if len(s) <= max {
-		return s
-	}
-	return s[:max-3] + "..."
-}
+func truncate(s string) string { return admission.Truncate(s) }

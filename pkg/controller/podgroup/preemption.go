@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
 // Gang preemption (docs/controller.md, "Gang preemption"). An admission
@@ -24,8 +22,10 @@ import (
 // lets it, decides a preemption (capacity/preempt.go). It is carried out
 // in three writes, each before the next acts:
 //
-//  1. recordPreemption (step 6): the preemptor's status names its victims
-//     (status.preemption) with Admitted=False, reason Preempting.
+//  1. step 6: capacity admission decides the preemption
+//     (preemptionDecision), and applyDecision writes it: the preemptor's
+//     status names its victims (status.preemption) with Admitted=False,
+//     reason Preempting.
 //  2. markVictims (step 9b, once 1 is written): each victim group gets
 //     Preempted=True and Admitted=False, reason PreemptionByMuster, and
 //     gives back its placements and reservations; a victim pod Muster does
@@ -37,51 +37,6 @@ import (
 // A new leader finds 1 in the preemptor's status and 2 in the victims',
 // and carries out the rest; the preemptor offers itself with its recorded
 // victims, so no second preemption starts while they still hold capacity.
-
-// recordPreemption is step 6 for a gang the last cycle decided to preempt
-// for: status.preemption and Admitted=False/Preempting, with an event once
-// written.
-func (a *capacityAdmission) recordPreemption(pg *v1alpha1.PodGroup, v *podView, d capacity.Verdict, prio int32, now time.Time) {
-	p := &v1alpha1.PodGroupPreemption{Time: metav1.NewTime(now), Priority: prio}
-	for _, vic := range d.Victims {
-		ns, name, _ := strings.Cut(vic.Key, "/")
-		p.Victims = append(p.Victims, v1alpha1.PreemptionVictim{
-			Kind: vic.Kind, Namespace: ns, Name: name, UID: vic.UID, Priority: vic.Priority, Pods: int32(vic.Pods()),
-		})
-	}
-	pg.Status.Preemption = p
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreempting, truncate(d.Message), now)
-	v.decisionApplied = true
-	msg := truncate(fmt.Sprintf("priority %d: %s", prio, d.Message))
-	v.onceWritten(func() {
-		a.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventPreempting, msg)
-		metrics.preemptions.Inc()
-		metrics.preemptionVictims.Add(float64(len(d.Victims)))
-	})
-}
-
-// preemptingKeys are the victims of the group's recorded preemption, for
-// the admission queue: while any of them holds capacity, the group waits
-// for it and starts no second preemption.
-func preemptingKeys(pg *v1alpha1.PodGroup) []string {
-	p := pg.Status.Preemption
-	if p == nil || isAdmitted(pg) {
-		return nil
-	}
-	out := make([]string, 0, len(p.Victims))
-	for _, v := range p.Victims {
-		out = append(out, v.Namespace+"/"+v.Name)
-	}
-	return out
-}
-
-// preemptedAt is when the group's recorded preemption was decided.
-func preemptedAt(pg *v1alpha1.PodGroup) time.Time {
-	if p := pg.Status.Preemption; p != nil {
-		return p.Time.Time
-	}
-	return time.Time{}
-}
 
 // markVictims is step 9b for a group whose status records a preemption and
 // that is not admitted yet: each victim is marked (a group) or evicted (a

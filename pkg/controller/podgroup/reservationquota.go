@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // Reserved places and the namespace's ResourceQuota (issue 21, item 2).
@@ -74,7 +75,7 @@ func reservationOverQuota(pg *v1alpha1.PodGroup, missing map[string]int32, quota
 		if n <= 0 {
 			continue
 		}
-		p := templatePod(r.Template)
+		p := admission.TemplatePod(r.Template)
 		p.Namespace = pg.Namespace
 		usage, err := podQuota.Usage(p)
 		if err != nil {

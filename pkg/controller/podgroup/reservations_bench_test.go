@@ -53,11 +53,15 @@ func BenchmarkAdmitRoleCreatedLater(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				g := pg.DeepCopy()
-				a.placeGang(testKey, g, v, workers+1, t0)
+				grp := admissionGroup(testKey, g, v)
+				a.placeGang(grp, workers+1, t0)
 				a.admitCycle()
-				w, admitted := a.placeGang(testKey, g, v, workers+1, t0)
+				d, admitted := a.placeGang(grp, workers+1, t0)
+				if d.Places != nil {
+					g.Status.Reservations = d.Places.Reservations
+				}
 				peak = max(peak, heapAlloc())
-				outcome = fmt.Sprintf("admitted=%t reason=%s reservations=%d", admitted, w.Reason, reservedPlaces(g))
+				outcome = fmt.Sprintf("admitted=%t reason=%s reservations=%d", admitted, d.Reason, reservedPlaces(g))
 				a.drop(testKey)
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // statusUpdateOptions name the controller as the manager of what it writes.
@@ -96,22 +97,13 @@ func setCondition(pg *v1alpha1.PodGroup, typ string, status metav1.ConditionStat
 	})
 }
 
-func isAdmitted(pg *v1alpha1.PodGroup) bool {
-	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
-}
+func isAdmitted(pg *v1alpha1.PodGroup) bool { return admission.IsAdmitted(pg) }
 
 func isStalled(pg *v1alpha1.PodGroup) bool {
 	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionStalled)
 }
 
-func isFinished(pg *v1alpha1.PodGroup) bool {
-	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionFinished)
-}
+func isFinished(pg *v1alpha1.PodGroup) bool { return admission.IsFinished(pg) }
 
 // minCount is how many active pods admit the group: gang.minCount, or 1.
-func minCount(pg *v1alpha1.PodGroup) int32 {
-	if g := pg.Spec.SchedulingPolicy.Gang; g != nil {
-		return g.MinCount
-	}
-	return 1
-}
+func minCount(pg *v1alpha1.PodGroup) int32 { return admission.MinCount(pg) }

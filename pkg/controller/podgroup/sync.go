@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // sync brings one group to its desired state. Its numbered steps are those
@@ -212,12 +213,4 @@ func untilNext(v *podView, now time.Time) time.Duration {
 }
 
 // soonest returns the smallest positive duration, or 0 if there is none.
-func soonest(ds ...time.Duration) time.Duration {
-	var min time.Duration
-	for _, d := range ds {
-		if d > 0 && (min == 0 || d < min) {
-			min = d
-		}
-	}
-	return min
-}
+func soonest(ds ...time.Duration) time.Duration { return admission.Soonest(ds...) }
