@@ -43,6 +43,15 @@ func PlacementsByUID(pg *v1alpha1.PodGroup) map[types.UID]string {
 	return out
 }
 
+// ReservedPlaces is how many places status.reservations holds.
+func ReservedPlaces(pg *v1alpha1.PodGroup) int32 {
+	var n int32
+	for _, r := range pg.Status.Reservations {
+		n += r.Count
+	}
+	return n
+}
+
 // TemplatePod is a pod with what a role's template says of its pods: one
 // container with the requests, and the node selection and tolerations.
 func TemplatePod(t *v1alpha1.PodGroupRoleTemplate) *corev1.Pod {

@@ -32,7 +32,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	key := groupKey(pg.Namespace, pg.Name)
 	g := admissionGroup(key, pg, v)
 	if isFinished(pg) {
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		return false
 	}
 	// A status write refused for good holds admission back for a while
@@ -40,11 +40,11 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	holding := c.memory.rejectionHolds(key, pg.Generation, now)
 	if isAdmitted(pg) {
 		if holding > 0 {
-			c.admitter.withdraw(key)
+			c.admitter.Withdraw(key)
 			v.reserveAfter = holding
 			return true
 		}
-		d := c.admitter.admitJoiners(g, now)
+		d := c.admitter.AdmitJoiners(g, now)
 		v.reserveAfter = d.Recheck
 		c.recordDecision(pg, v, d, now) // decision.go
 		return true
@@ -52,23 +52,23 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	if n := stillReleased(pg, v); n > 0 {
 		// Preempted: it is admitted again only once its released pods are
 		// gone (evict.go), never alongside them.
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		c.setWaiting(pg, v, scheduling.ReasonPreemptionByMuster, fmt.Sprintf("%s; waiting for %d of its released pods to be evicted",
 			meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionPreempted).Message, n), now)
 		return false
 	}
 	if createdFromPods(pg) && v.pods == 0 {
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		c.setNoPods(pg, v, now) // ttl.go
 		return false
 	}
 	if !c.checkMinCount(pg, v, now) || holding > 0 {
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		v.reserveAfter = holding
 		return false
 	}
 	if gates := pg.Spec.SchedulingGates; len(gates) > 0 {
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		names := make([]string, len(gates))
 		for i, g := range gates {
 			names[i] = g.Name
@@ -90,22 +90,22 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 		if rolesShort {
 			msg += "; " + rolesMsg
 		}
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		if !c.checkOrderedReady(pg, v, pods, now) { // orderedready.go
 			c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(msg), now)
 		}
 		return false
 	}
 	if rolesShort {
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		c.setWaiting(pg, v, scheduling.ReasonWaitingForPods, truncate(rolesMsg), now)
 		return false
 	}
 	if !c.checkReservationQuota(pg, v, missing, now) { // reservationquota.go
-		c.admitter.withdraw(key)
+		c.admitter.Withdraw(key)
 		return false
 	}
-	return c.recordDecision(pg, v, c.admitter.admitGang(g, need, later, now), now) // decision.go
+	return c.recordDecision(pg, v, c.admitter.AdmitGang(g, need, later, now), now) // decision.go
 }
 
 // ungate is step 9, for an admitted group: it removes the admission gate
@@ -116,7 +116,7 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	placed := placementsByUID(pg)
 	var pods []*corev1.Pod
 	for _, p := range v.gatedPods {
-		if _, ok := c.admitter.releaseTo(placed, p); !ok {
+		if _, ok := c.admitter.ReleaseTo(placed, p); !ok {
 			continue // not placed yet: it waits for capacity.
 		}
 		// The cache still shows a finalizer that cleanup took off: wait until
@@ -133,11 +133,11 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	if len(pods) == 0 {
 		return nil
 	}
-	if err := c.admitter.beforeRelease(ctx, key); err != nil {
+	if err := c.admitter.BeforeRelease(ctx, key); err != nil {
 		return fmt.Errorf("before releasing %d pods: %w", len(pods), err)
 	}
 	release := func(p *corev1.Pod) ([]byte, bool) {
-		node, _ := c.admitter.releaseTo(placed, p)
+		node, _ := c.admitter.ReleaseTo(placed, p)
 		return releasePatch(node)(p)
 	}
 	// A pod that is gone is not released: the gang may be short, and the

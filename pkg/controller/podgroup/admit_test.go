@@ -424,7 +424,7 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			newPod("a", failed, onNode("n1"), requests("4")), newPod("b", failed, onNode("n1"), requests("4")),
 			newPod("extra", createdAt(t0.Add(-2*time.Hour)), requests("4"))), newNode("n1", "8")),
 		check: func(t *testing.T, h *harness) {
-			h.admission().admitCycle() // the failed pods hold nothing: extra fits now.
+			h.admission().RunCycle() // the failed pods hold nothing: extra fits now.
 			h.observe()
 			h.reset()
 			h.sync()
@@ -448,7 +448,7 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 		cfg:  capacityMode,
 		objs: append(objects(admitted(3, counts(0, 3)), pods("r", 3, requests("4"), createdAt(t0))...), newNode("n1", "8")),
 		check: func(t *testing.T, h *harness) {
-			h.admission().admitCycle() // n1 has room for 2 of the 3.
+			h.admission().RunCycle() // n1 has room for 2 of the 3.
 			h.observe()
 			h.reset()
 			h.sync()

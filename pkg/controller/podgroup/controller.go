@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
@@ -70,7 +71,7 @@ type Controller struct {
 	warned map[types.UID]sets.Set[string]
 
 	// admitter is the admission mode, --admission (admitter.go).
-	admitter admitter
+	admitter admission.Mode
 	// requester asks an autoscaler for room (--autoscaling); nil asks none.
 	requester autoscaling.Requester
 }
@@ -206,7 +207,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting PodGroup controller", "workers", workers, "admission", c.cfg.Admission)
 	synced := make(chan struct{})
-	c.admitter.start(ctx, &wg, synced)
+	c.admitter.Start(ctx, &wg, synced)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches to sync: %w", ctx.Err())
 	}

@@ -19,13 +19,13 @@ import (
 // owns capacity. It keeps no state: it places nothing and reserves nothing.
 type countAdmission struct{}
 
-var _ admitter = countAdmission{}
+var _ admission.Mode = countAdmission{}
 
-func (countAdmission) start(context.Context, *sync.WaitGroup, <-chan struct{}) {}
+func (countAdmission) Start(context.Context, *sync.WaitGroup, <-chan struct{}) {}
 
-// admitGang admits every complete gang. Pods of createdLater roles are not
+// AdmitGang admits every complete gang. Pods of createdLater roles are not
 // waited for, and nothing is reserved for them, which the message says.
-func (countAdmission) admitGang(g admission.Group, need, later int32, _ time.Time) admission.Decision {
+func (countAdmission) AdmitGang(g admission.Group, need, later int32, _ time.Time) admission.Decision {
 	msg := fmt.Sprintf("%d of %d needed pods are present; releasing the gang", g.Active, need)
 	if later > 0 {
 		msg = fmt.Sprintf("%d pods are present; the %d pods created later are not waited for, and with --admission=count no capacity is reserved for them; releasing the gang", g.Active, later)
@@ -33,34 +33,34 @@ func (countAdmission) admitGang(g admission.Group, need, later int32, _ time.Tim
 	return admission.Decision{Admitted: true, Reason: scheduling.ReasonGangComplete, Message: msg}
 }
 
-// admitJoiners has nothing to do: joiners of an admitted group go at once.
-func (countAdmission) admitJoiners(admission.Group, time.Time) admission.Decision {
+// AdmitJoiners has nothing to do: joiners of an admitted group go at once.
+func (countAdmission) AdmitJoiners(admission.Group, time.Time) admission.Decision {
 	return admission.Decision{}
 }
 
-func (countAdmission) withdraw(scheduling.GroupKey) {}
+func (countAdmission) Withdraw(scheduling.GroupKey) {}
 
-func (countAdmission) drop(scheduling.GroupKey) {}
+func (countAdmission) Drop(scheduling.GroupKey) {}
 
-func (countAdmission) recorded(scheduling.GroupKey) {}
+func (countAdmission) Recorded(scheduling.GroupKey) {}
 
-// releaseTo releases every gated pod, unpinned.
-func (countAdmission) releaseTo(map[types.UID]string, *corev1.Pod) (string, bool) {
+// ReleaseTo releases every gated pod, unpinned.
+func (countAdmission) ReleaseTo(map[types.UID]string, *corev1.Pod) (string, bool) {
 	return "", true
 }
 
-// unreservedLater counts the missing pods of createdLater roles as present:
+// UnreservedLater counts the missing pods of createdLater roles as present:
 // they are not waited for, so a gang whose other pods are all there goes.
-func (countAdmission) unreservedLater(g admission.Group) int32 {
+func (countAdmission) UnreservedLater(g admission.Group) int32 {
 	return admission.SumCounts(g.LaterMissing())
 }
 
-func (countAdmission) observePod(*corev1.Pod, bool) {}
+func (countAdmission) ObservePod(*corev1.Pod, bool) {}
 
-func (countAdmission) observeGroup(scheduling.GroupKey, *v1alpha1.PodGroup) {}
+func (countAdmission) ObserveGroup(scheduling.GroupKey, *v1alpha1.PodGroup) {}
 
-// explainStalled has nothing to say: count admission pins no pod.
-func (countAdmission) explainStalled(*corev1.Pod, string) string { return "" }
+// ExplainStalled has nothing to say: count admission pins no pod.
+func (countAdmission) ExplainStalled(*corev1.Pod, string) string { return "" }
 
-// beforeRelease has nothing to do: count admission asks no autoscaler.
-func (countAdmission) beforeRelease(context.Context, scheduling.GroupKey) error { return nil }
+// BeforeRelease has nothing to do: count admission asks no autoscaler.
+func (countAdmission) BeforeRelease(context.Context, scheduling.GroupKey) error { return nil }

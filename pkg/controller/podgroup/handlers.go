@@ -14,7 +14,7 @@ import (
 
 func (c *Controller) addPod(obj interface{}) {
 	p := obj.(*corev1.Pod)
-	c.admitter.observePod(p, false)
+	c.admitter.ObservePod(p, false)
 	key, ok := podGroupKey(p)
 	if !ok || !(c.managedNamespace(p.Namespace) || holdsFinalizerToRelease(p)) {
 		return
@@ -28,7 +28,7 @@ func (c *Controller) updatePod(oldObj, newObj interface{}) {
 	if old.ResourceVersion == p.ResourceVersion {
 		return // a resync: nothing changed.
 	}
-	c.admitter.observePod(p, false)
+	c.admitter.ObservePod(p, false)
 	if !c.managedNamespace(p.Namespace) && !holdsFinalizerToRelease(p) {
 		return
 	}
@@ -54,7 +54,7 @@ func (c *Controller) deletePod(obj interface{}) {
 		}
 	}
 	c.forgetWarnings(p.UID)
-	c.admitter.observePod(p, true)
+	c.admitter.ObservePod(p, true)
 	if key, ok := podGroupKey(p); ok && c.managedNamespace(p.Namespace) {
 		c.queue.Add(key)
 	}
@@ -99,7 +99,7 @@ func (c *Controller) namespaceChanged(oldObj, newObj interface{}) {
 func (c *Controller) addPodGroup(obj interface{}) {
 	if pg, ok := obj.(*v1alpha1.PodGroup); ok {
 		key := groupKey(pg.Namespace, pg.Name)
-		c.admitter.observeGroup(key, pg)
+		c.admitter.ObserveGroup(key, pg)
 		c.queue.Add(key)
 	}
 }
@@ -111,7 +111,7 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 	}
 	key := groupKey(name.Namespace, name.Name)
 	metrics.forgetGroup(key)
-	c.admitter.observeGroup(key, nil)
+	c.admitter.ObserveGroup(key, nil)
 	c.memory.forget(key)
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
+	"github.com/muster-dev/muster/pkg/controller/capacityadmission"
 	musterfake "github.com/muster-dev/muster/pkg/generated/clientset/versioned/fake"
 	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
 )
@@ -112,9 +113,9 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 		t.Fatalf("New: %v", err)
 	}
 	ctrl.clock = h.clock
-	if a, ok := ctrl.admitter.(*capacityAdmission); ok {
-		a.clock = h.clock
-		a.filters = testFilters(t)
+	if a, ok := ctrl.admitter.(*capacityadmission.Mode); ok {
+		a.UseClock(h.clock)
+		a.UseFilters(testFilters(t))
 	}
 	t.Cleanup(ctrl.queue.ShutDown)
 	h.c = ctrl
@@ -241,9 +242,9 @@ func (h *harness) observePods() {
 
 // admission is the controller's capacity-aware admission; the test must
 // have asked for AdmissionCapacity.
-func (h *harness) admission() *capacityAdmission {
+func (h *harness) admission() *capacityadmission.Mode {
 	h.t.Helper()
-	a, ok := h.c.admitter.(*capacityAdmission)
+	a, ok := h.c.admitter.(*capacityadmission.Mode)
 	if !ok {
 		h.t.Fatalf("the controller runs %T, not capacity-aware admission", h.c.admitter)
 	}
@@ -253,7 +254,7 @@ func (h *harness) admission() *capacityAdmission {
 // observeNodes hands every node to the capacity tracker.
 func (h *harness) observeNodes() {
 	h.t.Helper()
-	a, ok := h.c.admitter.(*capacityAdmission)
+	a, ok := h.c.admitter.(*capacityadmission.Mode)
 	if !ok {
 		return
 	}
@@ -263,7 +264,7 @@ func (h *harness) observeNodes() {
 		h.t.Fatalf("listing nodes: %v", err)
 	}
 	for i := range list.(*corev1.NodeList).Items {
-		a.setNode(&list.(*corev1.NodeList).Items[i])
+		a.SetNode(&list.(*corev1.NodeList).Items[i])
 	}
 }
 
@@ -280,7 +281,7 @@ func (h *harness) observeGroups() {
 	if err := h.groups.Replace(items, ""); err != nil {
 		h.t.Fatalf("caching podgroups: %v", err)
 	}
-	if _, ok := h.c.admitter.(*capacityAdmission); ok {
+	if _, ok := h.c.admitter.(*capacityadmission.Mode); ok {
 		for _, o := range items {
 			h.c.addPodGroup(o)
 		}

@@ -6,10 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/capacityadmission"
 )
 
 // TestHeldJoinersGiveCapacityBack (issue 21, item 2): a pod that joined an
@@ -26,10 +26,10 @@ func TestHeldJoinersGiveCapacityBack(t *testing.T) {
 		wantReason    string // of CapacityReserved; "" for none
 		wantOffered   bool
 	}{
-		{name: "within the bound: kept", after: maxHeldPlacement - time.Second, wantPlacement: true},
-		{name: "past the bound: given back, and the group says why", after: maxHeldPlacement, wantReason: scheduling.ReasonHeldPlacementsExpired},
-		{name: "given back: not placed again while the pods are the same", after: maxHeldPlacement + time.Minute, wantReason: scheduling.ReasonHeldPlacementsExpired},
-		{name: "given back: placed again once a pod joins", after: maxHeldPlacement, addPod: true, wantReason: scheduling.ReasonHeldPlacementsExpired, wantOffered: true},
+		{name: "within the bound: kept", after: capacityadmission.MaxHeldPlacement - time.Second, wantPlacement: true},
+		{name: "past the bound: given back, and the group says why", after: capacityadmission.MaxHeldPlacement, wantReason: scheduling.ReasonHeldPlacementsExpired},
+		{name: "given back: not placed again while the pods are the same", after: capacityadmission.MaxHeldPlacement + time.Minute, wantReason: scheduling.ReasonHeldPlacementsExpired},
+		{name: "given back: placed again once a pod joins", after: capacityadmission.MaxHeldPlacement, addPod: true, wantReason: scheduling.ReasonHeldPlacementsExpired, wantOffered: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,10 +44,10 @@ func TestHeldJoinersGiveCapacityBack(t *testing.T) {
 				t.Fatalf("placements %v, j gated %v: want the joiner placed and held", got.Status.Placements, scheduling.HasGate(h.pod("j")))
 			}
 			next := h.step(tc.after)
-			if tc.after < maxHeldPlacement && next != maxHeldPlacement-tc.after {
-				t.Errorf("sync requeues after %s, want %s (when the placement ends)", next, maxHeldPlacement-tc.after)
+			if tc.after < capacityadmission.MaxHeldPlacement && next != capacityadmission.MaxHeldPlacement-tc.after {
+				t.Errorf("sync requeues after %s, want %s (when the placement ends)", next, capacityadmission.MaxHeldPlacement-tc.after)
 			}
-			if tc.after > maxHeldPlacement {
+			if tc.after > capacityadmission.MaxHeldPlacement {
 				h.step(0)
 			}
 			if tc.addPod {
@@ -62,13 +62,11 @@ func TestHeldJoinersGiveCapacityBack(t *testing.T) {
 				wantNoCondition(t, got, v1alpha1.ConditionCapacityReserved)
 			} else {
 				wantCondition(t, got, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, tc.wantReason, "")
-				if ev := h.events(); !tc.addPod && tc.after == maxHeldPlacement && !containsPrefix(ev, "Warning "+scheduling.ReasonHeldPlacementsExpired) {
+				if ev := h.events(); !tc.addPod && tc.after == capacityadmission.MaxHeldPlacement && !containsPrefix(ev, "Warning "+scheduling.ReasonHeldPlacementsExpired) {
 					t.Errorf("events %q, want a %s warning", ev, scheduling.ReasonHeldPlacementsExpired)
 				}
 			}
-			h.admission().queue.mu.Lock()
-			_, offered := h.admission().queue.candidates[testKey]
-			h.admission().queue.mu.Unlock()
+			offered := h.admission().Offered(testKey)
 			if offered != tc.wantOffered {
 				t.Errorf("offered to the admission cycle = %v, want %v", offered, tc.wantOffered)
 			}
@@ -97,7 +95,7 @@ func TestHeldJoinersEachKeepTheirClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.step(0)
-	h.step(maxHeldPlacement - time.Minute)
+	h.step(capacityadmission.MaxHeldPlacement - time.Minute)
 	if placed := placedNodes(h.group()); len(placed) != 1 || placed["k"] == "" {
 		t.Fatalf("placements %v after j's bound, want k's alone", placed)
 	}
@@ -105,24 +103,5 @@ func TestHeldJoinersEachKeepTheirClock(t *testing.T) {
 	h.step(time.Second) // a write that only removes a placement waits for the status batch period.
 	if placed := placedNodes(h.group()); len(placed) != 0 {
 		t.Errorf("placements %v after k's bound, want none", placed)
-	}
-}
-
-// TestHeldPlacementsForgetADeletedGroup: what is held of a group goes with
-// it, and only its own.
-func TestHeldPlacementsForgetADeletedGroup(t *testing.T) {
-	h := &heldPlacements{
-		since:   map[scheduling.GroupKey]map[types.UID]time.Time{gk("ns/a"): {"u1": time.Unix(1, 0)}, gk("ns/b"): {"u2": time.Unix(2, 0)}},
-		expired: map[scheduling.GroupKey]podsShape{gk("ns/a"): {pods: 3, active: 3}, gk("ns/b"): {pods: 1, active: 1}},
-	}
-	h.forget(gk("ns/a"))
-	if _, ok := h.since[gk("ns/a")]; ok {
-		t.Error("the deleted group's held clocks are still remembered")
-	}
-	if _, ok := h.expired[gk("ns/a")]; ok {
-		t.Error("the deleted group's expired shape is still remembered")
-	}
-	if len(h.since[gk("ns/b")]) != 1 || h.expired[gk("ns/b")] != (podsShape{pods: 1, active: 1}) {
-		t.Errorf("another group's memory changed: since %v, expired %v", h.since, h.expired)
 	}
 }

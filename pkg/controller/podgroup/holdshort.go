@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // holdShort is step 9's rule for an admitted group: its gated pods go only
@@ -64,14 +65,14 @@ func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev
 // active pod but those that stay gated after this release, every pod that
 // succeeded, and every place reserved for a pod of a createdLater role:
 // admission placed the gang with them, so a driver's workers that arrive
-// one by one each go at once (reservations.go). With count admission
+// one by one each go at once (capacityadmission/reservations.go). With count admission
 // nothing is reserved, and such pods are not waited for.
 func (c *Controller) gangHas(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, going []*corev1.Pod) int32 {
 	goingNow := sets.New[types.UID]()
 	for _, p := range going {
 		goingNow.Insert(p.UID)
 	}
-	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + reservedPlaces(pg) + c.admitter.unreservedLater(admissionGroup(key, pg, v))
+	have := v.active + c.finishedSoFar(key, pg, v, resultSucceeded) + admission.ReservedPlaces(pg) + c.admitter.UnreservedLater(admissionGroup(key, pg, v))
 	for _, p := range activeGated(v) {
 		if !goingNow.Has(p.UID) && !c.memory.expecting(key, gatesRemoved, p.UID) {
 			have--

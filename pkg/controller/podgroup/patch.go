@@ -88,7 +88,7 @@ func (c *Controller) patchPods(ctx context.Context, pods []*corev1.Pod, makePatc
 				// Admission learns what the patch did now, not when the
 				// informer shows it: a released pod holds its node at once,
 				// even if the group's status drops its placement first.
-				c.admitter.observePod(out, false)
+				c.admitter.ObservePod(out, false)
 			}
 		}
 		mu.Lock()

@@ -106,7 +106,7 @@ func (c *Controller) checkStalled(pg *v1alpha1.PodGroup, v *podView, pods []*cor
 		}
 		if len(stalled) < 5 {
 			why := "the scheduler reports: " + msg
-			if refused := c.admitter.explainStalled(p, node); refused != "" {
+			if refused := c.admitter.ExplainStalled(p, node); refused != "" {
 				why = fmt.Sprintf("refused by %s; the scheduler reports: %s", refused, msg)
 			} else {
 				capacityTaken = true

@@ -30,7 +30,7 @@ func capacityHarness(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object)
 func (h *harness) admitRound() {
 	h.t.Helper()
 	h.sync()
-	h.admission().admitCycle()
+	h.admission().RunCycle()
 	h.observe()
 	h.sync()
 }
@@ -146,7 +146,7 @@ func TestClaimsWithoutDRAAreNotPinned(t *testing.T) {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
 	}
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("1"), withClaim)...)...)
-	h.admission().filters = filtersWithoutDRA(t)
+	h.admission().UseFilters(filtersWithoutDRA(t))
 	h.admitRound()
 	c := cond(h.group(), v1alpha1.ConditionAdmitted)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "2 pods are released unpinned") ||
@@ -242,10 +242,10 @@ func TestCapacityReservationsAreNotOfferedTwice(t *testing.T) {
 	if _, err := h.c.sync(t.Context(), gk(testNS+"/b")); err != nil {
 		t.Fatal(err)
 	}
-	h.admission().admitCycle()
-	v, ok := h.admission().queue.waitReason(gk(testNS + "/b"))
-	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
-		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity behind the reservation", v)
+	h.admission().RunCycle()
+	reason, msg, ok := h.admission().WaitReason(gk(testNS + "/b"))
+	if !ok || reason != scheduling.ReasonInsufficientCapacity {
+		t.Fatalf("gang b: %s %q, want it to wait with InsufficientCapacity behind the reservation", reason, msg)
 	}
 }
 
@@ -266,15 +266,15 @@ func TestCapacityReleasedPodHoldsItsNodeAtOnce(t *testing.T) {
 	// The informer is not told of the release; the status drops the placements.
 	pruned := pg.DeepCopy()
 	pruned.Status.Placements = nil
-	h.admission().observeGroup(gk(testNS+"/"+pg.Name), pruned)
+	h.admission().ObserveGroup(gk(testNS+"/"+pg.Name), pruned)
 
 	if _, err := h.c.sync(t.Context(), gk(testNS+"/b")); err != nil {
 		t.Fatal(err)
 	}
-	h.admission().admitCycle()
-	v, ok := h.admission().queue.waitReason(gk(testNS + "/b"))
-	if !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
-		t.Fatalf("gang b: %+v, want it to wait with InsufficientCapacity: gang a's released pods hold n1", v)
+	h.admission().RunCycle()
+	reason, msg, ok := h.admission().WaitReason(gk(testNS + "/b"))
+	if !ok || reason != scheduling.ReasonInsufficientCapacity {
+		t.Fatalf("gang b: %s %q, want it to wait with InsufficientCapacity: gang a's released pods hold n1", reason, msg)
 	}
 }
 
@@ -296,7 +296,7 @@ func TestCapacityJoinerPlacedAndPinned(t *testing.T) {
 func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("1"))...)...)
 	h.sync()
-	h.admission().admitCycle()
+	h.admission().RunCycle()
 	h.deletePod("p-1")
 	h.addPod(newPod("p-2", requests("1")))
 	h.observe()
@@ -304,7 +304,7 @@ func TestCapacityStaleDecisionIsPlacedAgain(t *testing.T) {
 	if len(h.podPatches()) != 0 {
 		t.Fatalf("released pods from a decision that no longer holds: %v", h.podPatches())
 	}
-	h.admission().admitCycle()
+	h.admission().RunCycle()
 	h.observe()
 	h.sync()
 	for _, n := range []string{"p-0", "p-2"} {
@@ -388,7 +388,7 @@ func TestWaitingEventPerReason(t *testing.T) {
 	h.addPod(newPod("p-1", requests("5")))
 	h.observe()
 	h.sync()
-	h.admission().admitCycle()
+	h.admission().RunCycle()
 	h.observe()
 	h.sync()
 	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Waiting needs 2 pods placed at once; 1 fit now") {
@@ -401,11 +401,11 @@ func TestWaitingEventPerReason(t *testing.T) {
 func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")}, objects(newGroup(2), pods("p", 2, requests("4"))...)...)
 	h.sync()
-	h.admission().admitCycle()
-	if _, ok := h.admission().queue.decision(testKey); !ok {
+	h.admission().RunCycle()
+	if !h.admission().Decided(testKey) {
 		t.Fatal("the cycle did not admit the gang")
 	}
-	if free := h.admission().tracker.Snapshot(h.admission().filters).Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
+	if free := h.admission().Snapshot().Place(pods("q", 1, requests("1"))); len(free.Assignments) != 0 {
 		t.Fatal("the decision reserved nothing")
 	}
 	pg := h.group()
@@ -416,10 +416,10 @@ func TestCapacityDecisionDroppedWhenGroupIsDeleted(t *testing.T) {
 	}
 	h.observe()
 	h.sync()
-	if _, ok := h.admission().queue.decision(testKey); ok {
+	if h.admission().Decided(testKey) {
 		t.Error("the decision outlived its group")
 	}
-	if free := h.admission().tracker.Snapshot(h.admission().filters).Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
+	if free := h.admission().Snapshot().Place(pods("q", 2, requests("4"))); len(free.Assignments) != 2 {
 		t.Errorf("after the group was deleted %d of 2 pods of 4 cpu fit on the 8-cpu node, want 2", len(free.Assignments))
 	}
 }

@@ -267,16 +267,16 @@ func TestReservationsHoldCapacity(t *testing.T) {
 		if _, err := h.c.sync(t.Context(), gk(testNS+"/b")); err != nil {
 			t.Fatal(err)
 		}
-		h.admission().admitCycle()
+		h.admission().RunCycle()
 	}
 	syncB()
-	if v, ok := h.admission().queue.waitReason(gk(testNS + "/b")); !ok || v.Reason != scheduling.ReasonInsufficientCapacity {
-		t.Fatalf("gang b: %+v, %v; want it waiting for capacity the reservation holds", v, ok)
+	if reason, msg, ok := h.admission().WaitReason(gk(testNS + "/b")); !ok || reason != scheduling.ReasonInsufficientCapacity {
+		t.Fatalf("gang b: %s %q, %v; want it waiting for capacity the reservation holds", reason, msg, ok)
 	}
 	h.step(2 * time.Minute) // the reservation expires, and its write is observed.
 	h.observe()
 	syncB()
-	if _, ok := h.admission().queue.decision(gk(testNS + "/b")); !ok {
+	if ok := h.admission().Decided(gk(testNS + "/b")); !ok {
 		t.Fatalf("gang b not admitted after the reservation was given back")
 	}
 }

@@ -126,7 +126,7 @@ func rejectedMessage(err error) string {
 // admitted one keeps its condition, since admission cannot be undone, and
 // only the Warning event says it. It returns when to look again.
 func (c *Controller) giveUpStatus(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
-	c.admitter.drop(key)
+	c.admitter.Drop(key)
 	what := rejectedMessage(writeErr)
 	backoff := c.memory.reject(key, pg.Generation, what, now)
 	msg := truncate(fmt.Sprintf("the API refused this group's status write for good: %s; the decision it carried and the capacity assumed for it were given back, and admission decides again in %s or once the spec changes", what, backoff))

@@ -2,7 +2,6 @@ package podgroup
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/capacity"
+	"github.com/muster-dev/muster/pkg/controller/capacityadmission"
 )
 
 // TestSyncGivesUpRefusedStatus (issue 21, item 3): a status write that the
@@ -59,7 +58,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 				return false, nil, nil
 			})
 			h.sync()
-			h.admission().admitCycle()
+			h.admission().RunCycle()
 			h.observe()
 			h.reset()
 			retry, err := h.c.sync(t.Context(), testKey)
@@ -70,7 +69,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 				if err == nil {
 					t.Fatalf("sync succeeded, want the conflict returned")
 				}
-				if _, ok := h.admission().queue.decision(testKey); !ok {
+				if !h.admission().Decided(testKey) {
 					t.Errorf("the decision was dropped on a conflict, which a retry may write")
 				}
 				return
@@ -89,7 +88,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 			if len(pg.Status.Placements) != 0 || pg.Status.AdmissionTime != nil {
 				t.Errorf("the minimal write carries the decision: %+v", pg.Status)
 			}
-			if _, ok := h.admission().queue.decision(testKey); ok {
+			if h.admission().Decided(testKey) {
 				t.Errorf("the refused decision is still held")
 			}
 
@@ -98,7 +97,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 			if _, err := h.c.sync(t.Context(), gk(otherKey)); err != nil {
 				t.Fatal(err)
 			}
-			h.admission().admitCycle()
+			h.admission().RunCycle()
 			h.observe()
 			if _, err := h.c.sync(t.Context(), gk(otherKey)); err != nil {
 				t.Fatal(err)
@@ -129,7 +128,7 @@ func TestSyncGivesUpRefusedStatus(t *testing.T) {
 
 // waitingFor reports whether the group is a candidate of the next cycle.
 func waitingFor(h *harness, key scheduling.GroupKey) bool {
-	return slices.ContainsFunc(h.admission().queue.snapshot(), func(c capacity.Candidate) bool { return c.Key == key })
+	return h.admission().Offered(key)
 }
 
 // TestSyncRefusesGangsAboveTheLimit (issue 21, item 3): a gang larger than
@@ -160,7 +159,7 @@ func TestSyncRefusesGangsAboveTheLimit(t *testing.T) {
 			if tooLarge := c != nil && strings.HasPrefix(c.Message, rule); tooLarge != (tc.wantReason == scheduling.ReasonMinCountTooLarge) {
 				t.Errorf("message %q, want it to start with %q: %v", c.Message, rule, tooLarge)
 			}
-			if a, ok := h.c.admitter.(*capacityAdmission); ok && slices.ContainsFunc(a.queue.snapshot(), func(c capacity.Candidate) bool { return c.Key == testKey }) {
+			if a, ok := h.c.admitter.(*capacityadmission.Mode); ok && a.Offered(testKey) {
 				t.Errorf("a gang above the limit is offered to admission")
 			}
 		})

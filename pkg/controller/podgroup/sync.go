@@ -55,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	}
 	if !c.managedNamespace(namespace) || pg.DeletionTimestamp != nil {
 		// Nothing will carry out a placement for this group any more.
-		c.admitter.drop(key)
+		c.admitter.Drop(key)
 	}
 	if !c.managedNamespace(namespace) {
 		// Muster leaves pods here alone, but never leaves a pod or a group
@@ -125,7 +125,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 		view.written()
 	}
 	if view.decisionApplied {
-		c.admitter.recorded(key)
+		c.admitter.Recorded(key)
 	}
 
 	// Act, steps 9 and 10: adopt running pods and release the gang, then

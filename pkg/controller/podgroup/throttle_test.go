@@ -184,7 +184,7 @@ func TestDeferredMessageIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.observeNodes()
-	h.admission().admitCycle()
+	h.admission().RunCycle()
 	h.reset()
 	requeue := h.sync()
 	if got := len(h.statusWrites()); got != 0 {

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
@@ -47,6 +48,7 @@ type autoscaler struct {
 	strict   bool
 	clock    clock.PassiveClock
 	recorder record.EventRecorder
+	metrics  Metrics
 	work     workqueue.TypedRateLimitingInterface[scheduling.GroupKey]
 	// poke asks admission for a cycle.
 	poke func()
@@ -98,15 +100,16 @@ type requestBackoff struct {
 	message  string
 }
 
-func newAutoscaler(req autoscaling.Requester, cfg Config, recorder record.EventRecorder, clk clock.PassiveClock, poke func()) *autoscaler {
+func newAutoscaler(opts AutoscalingOptions, strict bool, recorder record.EventRecorder, clk clock.PassiveClock, m Metrics, poke func()) *autoscaler {
 	return &autoscaler{
-		req:         req,
-		timeout:     cfg.CapacityRequestTimeout,
-		maxPods:     int32(cfg.CapacityRequestMaxPods),
-		image:       cfg.CapacityRequestImage,
-		strict:      cfg.QueueingStrategy == capacity.StrictFIFO,
+		req:         opts.Requester,
+		timeout:     opts.Timeout,
+		maxPods:     opts.MaxPods,
+		image:       opts.Image,
+		strict:      strict,
 		clock:       clk,
 		recorder:    recorder,
+		metrics:     m,
 		poke:        poke,
 		work:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "capacity-requests"}),
 		demands:     map[scheduling.GroupKey]groupDemand{},
@@ -209,7 +212,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 		}
 		if v.Admit {
 			if st, ok := s.req.State(v.Key); ok {
-				metrics.capacityRequestAdmission.Observe(now.Sub(st.Since).Seconds())
+				s.metrics.RequestAdmitted(now.Sub(st.Since))
 				if st.Provisioned > 0 {
 					s.announceProvisioned(v.Key, gd.demand, st)
 				}
@@ -222,7 +225,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 		}
 		if b, ok := s.backoff[v.Key]; ok && now.Before(b.until) {
 			v.Reason = scheduling.ReasonNodesNotProvisioned
-			v.Message = truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
+			v.Message = admission.Truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
 			if s.strict {
 				closed = true
 			}
@@ -250,7 +253,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 				s.announceProvisioned(v.Key, d, st)
 			}
 			v.Reason = scheduling.ReasonWaitingForNodes
-			v.Message = truncate(fmt.Sprintf("asked the autoscaler for room for %d pods at %s with %s: %d of %d have room; withdrawn at %s unless all do (--capacity-request-timeout); now: %s",
+			v.Message = admission.Truncate(fmt.Sprintf("asked the autoscaler for room for %d pods at %s with %s: %d of %d have room; withdrawn at %s unless all do (--capacity-request-timeout); now: %s",
 				d.Pods(), st.Since.UTC().Format(time.RFC3339), st.Name, st.Provisioned, d.Pods(),
 				st.Since.Add(s.timeout).UTC().Format(time.RFC3339), v.Message))
 		} else {
@@ -259,7 +262,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			if why := s.failed[v.Key]; why != "" {
 				msg += "; making it failed: " + why
 			}
-			v.Message = truncate(msg + "; now: " + v.Message)
+			v.Message = admission.Truncate(msg + "; now: " + v.Message)
 		}
 		budget -= d.Pods()
 		asked += d.Pods()
@@ -283,7 +286,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 		}
 	}
 	s.want = want
-	metrics.capacityRequestPods.Set(float64(asked))
+	s.metrics.PodsRequested(asked)
 }
 
 // announceProvisioned records, once per request, that the autoscaler
@@ -316,10 +319,10 @@ func (s *autoscaler) withdraw(v *outcome, d autoscaling.Demand, st autoscaling.S
 	}
 	s.backoff[v.Key] = b
 	delete(s.provisioned, v.Key)
-	metrics.capacityRequestsWithdrawn.WithLabelValues(reason).Inc()
+	s.metrics.RequestWithdrawn(reason)
 	s.recorder.Event(groupRef(d), corev1.EventTypeWarning, scheduling.EventCapacityRequestWithdrawn, b.message)
 	v.Reason = scheduling.ReasonNodesNotProvisioned
-	v.Message = truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
+	v.Message = admission.Truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
 }
 
 // next makes one group's request what the last plan decided.
@@ -365,7 +368,7 @@ func (s *autoscaler) sync(ctx context.Context, key scheduling.GroupKey) error {
 		return err
 	}
 	if !had || st.Hash != d.Hash {
-		metrics.capacityRequested.WithLabelValues(s.req.Kind()).Add(float64(d.Pods()))
+		s.metrics.Requested(s.req.Kind(), d.Pods())
 		s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityRequested,
 			"asked the autoscaler for room for %d pods, in %d shapes, with a %s request, since they do not fit the nodes there are",
 			d.Pods(), len(d.PodSets), s.req.Kind())

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"context"
@@ -68,6 +68,30 @@ func (f *fakeRequester) Keys() []scheduling.GroupKey {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// defaultAutoscaling are the flags' defaults, with req.
+func defaultAutoscaling(req autoscaling.Requester) AutoscalingOptions {
+	return AutoscalingOptions{Requester: req, Timeout: 10 * time.Minute, MaxPods: 256, Image: scheduling.DefaultCapacityRequestImage}
+}
+
+// noMetrics reports nothing.
+type noMetrics struct{}
+
+func (noMetrics) Waiting(int)                   {}
+func (noMetrics) CycleTook(time.Duration)       {}
+func (noMetrics) RequestAdmitted(time.Duration) {}
+func (noMetrics) PodsRequested(int32)           {}
+func (noMetrics) Requested(string, int32)       {}
+func (noMetrics) RequestWithdrawn(string)       {}
+
+// gk is the group key a test writes as "namespace/name".
+func gk(s string) scheduling.GroupKey {
+	k, err := scheduling.ParseGroupKey(s)
+	if err != nil {
+		panic(err)
+	}
+	return k
 }
 
 func gpuPods(group string, n int) []*corev1.Pod {
@@ -232,15 +256,12 @@ func TestAutoscalerPlan(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
-			cfg := DefaultConfig()
-			cfg.CapacityRequestTimeout = timeout
+			opts := defaultAutoscaling(req)
+			opts.Timeout = timeout
 			if tc.maxPods > 0 {
-				cfg.CapacityRequestMaxPods = tc.maxPods
+				opts.MaxPods = int32(tc.maxPods)
 			}
-			if tc.strict {
-				cfg.QueueingStrategy = capacity.StrictFIFO
-			}
-			s := newAutoscaler(req, cfg, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(t0), func() {})
+			s := newAutoscaler(opts, tc.strict, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
 			defer s.work.ShutDown()
 			for _, g := range tc.gangs {
 				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.name, UID: types.UID("uid-" + g.name)}}
@@ -309,7 +330,7 @@ func TestAutoscalerSync(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
 	rec := record.NewFakeRecorder(100)
-	s := newAutoscaler(req, DefaultConfig(), rec, clocktesting.NewFakePassiveClock(t0), func() {})
+	s := newAutoscaler(defaultAutoscaling(req), false, rec, clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
@@ -352,7 +373,7 @@ func TestAutoscalerSync(t *testing.T) {
 // its request, is the same whatever order its pods come in (the index has
 // none): else each sync would ask anew.
 func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
-	s := newAutoscaler(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {})
+	s := newAutoscaler(defaultAutoscaling(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}), false, record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), noMetrics{}, func() {})
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	pods := gpuPods("a", 4)

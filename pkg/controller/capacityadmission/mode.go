@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"context"
@@ -21,15 +21,16 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/admission"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
-// capacityAdmission is --admission=capacity: a complete gang is released
+// Mode is --admission=capacity: a complete gang is released
 // only once an admission cycle has placed every pod where it fits, on one
-// snapshot of the cluster (capacityqueue.go, placements.go); each pod is
+// snapshot of the cluster (queue.go, placements.go); each pod is
 // pinned to its node in the patch that releases it, and capacity is
 // reserved for the pods of createdLater roles (reservations.go).
-type capacityAdmission struct {
+type Mode struct {
 	// tracker holds what every node has and what holds it: Muster's pods,
 	// the pods it does not manage (podStore), placements and reservations.
 	tracker *capacity.Tracker
@@ -56,35 +57,76 @@ type capacityAdmission struct {
 	// autoscale asks an autoscaler for room for gangs that do not fit the
 	// nodes there are (autoscaling.go); nil with --autoscaling=off.
 	autoscale *autoscaler
+	metrics   Metrics
 }
 
-var _ admitter = &capacityAdmission{}
+var _ admission.Mode = &Mode{}
 
-// newCapacityAdmission builds capacity-aware admission for c, fed by the
-// node informer, and returns what Run must wait for.
-func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*capacityAdmission, []cache.InformerSynced, error) {
-	if nodes == nil {
+// Options are capacity admission's settings, from the controller's flags.
+type Options struct {
+	// FastRelease makes a deleted pod's capacity free at once (KEP-6143).
+	FastRelease bool
+	Strategy    capacity.QueueingStrategy
+	// ReservationTimeout is how long a place reserved for a pod of a
+	// createdLater role waits for it, unless its role says otherwise.
+	ReservationTimeout time.Duration
+	// Preemption, PreemptUnmanaged and PreemptionMinRuntime are
+	// --preemption, --preempt-unmanaged and --preemption-min-runtime.
+	Preemption           bool
+	PreemptUnmanaged     bool
+	PreemptionMinRuntime time.Duration
+	// Autoscaling, when not nil, asks an autoscaler for room for gangs
+	// that do not fit the nodes there are.
+	Autoscaling *AutoscalingOptions
+}
+
+// AutoscalingOptions are --capacity-request-timeout, -max-pods and -image,
+// and the Requester that makes the requests.
+type AutoscalingOptions struct {
+	Requester autoscaling.Requester
+	Timeout   time.Duration
+	MaxPods   int32
+	Image     string
+}
+
+// Env is what capacity admission is given of the controller: clients, the
+// node informer, and where its decisions go.
+type Env struct {
+	Kube     kubernetes.Interface
+	Nodes    coreinformers.NodeInformer
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	// Enqueue hands a group to the sync workers, once a cycle decided for it.
+	Enqueue func(key scheduling.GroupKey)
+	Metrics Metrics
+}
+
+// New builds capacity-aware admission, fed by the node informer, and
+// returns what the controller must wait for before its first sync.
+func New(opts Options, env Env) (*Mode, []cache.InformerSynced, error) {
+	if env.Nodes == nil {
 		return nil, nil, fmt.Errorf("capacity-aware admission needs a node informer")
 	}
-	a := &capacityAdmission{
-		tracker:              capacity.NewTracker(c.cfg.FastRelease),
+	a := &Mode{
+		tracker:              capacity.NewTracker(opts.FastRelease),
 		queue:                newAdmissionQueue(),
-		kube:                 c.kube,
-		strategy:             c.cfg.QueueingStrategy,
-		reservationTimeout:   c.cfg.ReservationTimeout,
-		preemption:           c.cfg.Preemption,
-		preemptUnmanaged:     c.cfg.PreemptUnmanaged,
-		preemptionMinRuntime: c.cfg.PreemptionMinRuntime,
-		recorder:             c.recorder,
-		clock:                c.clock,
-		enqueue:              c.queue.Add,
+		kube:                 env.Kube,
+		strategy:             opts.Strategy,
+		reservationTimeout:   opts.ReservationTimeout,
+		preemption:           opts.Preemption,
+		preemptUnmanaged:     opts.PreemptUnmanaged,
+		preemptionMinRuntime: opts.PreemptionMinRuntime,
+		recorder:             env.Recorder,
+		clock:                env.Clock,
+		enqueue:              env.Enqueue,
+		metrics:              env.Metrics,
 	}
-	if c.requester != nil {
-		a.autoscale = newAutoscaler(c.requester, c.cfg, c.recorder, c.clock, a.queue.poke)
+	if as := opts.Autoscaling; as != nil {
+		a.autoscale = newAutoscaler(*as, opts.Strategy == capacity.StrictFIFO, env.Recorder, env.Clock, env.Metrics, a.queue.poke)
 	}
 	a.podStore = capacity.NewPodStore(a.tracker, a.queue.poke)
-	synced := []cache.InformerSynced{nodes.Informer().HasSynced, a.podStore.HasSynced}
-	nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	synced := []cache.InformerSynced{env.Nodes.Informer().HasSynced, a.podStore.HasSynced}
+	nodeReg, err := env.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    a.setNode,
 		UpdateFunc: func(_, obj interface{}) { a.setNode(obj) },
 		DeleteFunc: a.deleteNode,
@@ -95,10 +137,10 @@ func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*cap
 	return a, append(synced, nodeReg.HasSynced), nil
 }
 
-// start lists and watches the pods Muster does not manage, which hold
+// Start lists and watches the pods Muster does not manage, which hold
 // capacity too (they are kept as compact holdings, never as pod objects),
 // and runs admission cycles once the caches have synced.
-func (a *capacityAdmission) start(ctx context.Context, wg *sync.WaitGroup, synced <-chan struct{}) {
+func (a *Mode) Start(ctx context.Context, wg *sync.WaitGroup, synced <-chan struct{}) {
 	r := capacity.NewUnmanagedPodReflector(a.kube, scheduling.PodGroupLabel, a.podStore)
 	wg.Go(func() { r.RunWithContext(ctx) })
 	requestsSynced := func() bool { return true }
@@ -123,7 +165,7 @@ func (a *capacityAdmission) start(ctx context.Context, wg *sync.WaitGroup, synce
 
 // startFilters builds and starts the scheduler's filters, retrying until
 // they are up or ctx ends (nil then): with no filters, nothing is placed.
-func (a *capacityAdmission) startFilters(ctx context.Context) *capacity.Filters {
+func (a *Mode) startFilters(ctx context.Context) *capacity.Filters {
 	logger := klog.FromContext(ctx)
 	var filters *capacity.Filters
 	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -147,8 +189,8 @@ func (a *capacityAdmission) startFilters(ctx context.Context) *capacity.Filters 
 	return filters
 }
 
-// admitGang admits a complete gang once a cycle has placed it (placeGang).
-func (a *capacityAdmission) admitGang(g admission.Group, need, later int32, now time.Time) admission.Decision {
+// AdmitGang admits a complete gang once a cycle has placed it (placeGang).
+func (a *Mode) AdmitGang(g admission.Group, need, later int32, now time.Time) admission.Decision {
 	d, placed := a.placeGang(g, need, now)
 	if !placed {
 		return d
@@ -162,10 +204,10 @@ func (a *capacityAdmission) admitGang(g admission.Group, need, later int32, now 
 	return d
 }
 
-// admitJoiners serves the group's reservations (capacityreservations.go),
-// then places the pods that joined it (capacityplacements.go), on a copy
+// AdmitJoiners serves the group's reservations (reservations.go),
+// then places the pods that joined it (placements.go), on a copy
 // of what the group's status holds: the decision's Places.
-func (a *capacityAdmission) admitJoiners(g admission.Group, now time.Time) admission.Decision {
+func (a *Mode) AdmitJoiners(g admission.Group, now time.Time) admission.Decision {
 	var d admission.Decision
 	places := &admission.Places{
 		Placements:   slices.Clone(g.PodGroup.Status.Placements),
@@ -177,11 +219,11 @@ func (a *capacityAdmission) admitJoiners(g admission.Group, now time.Time) admis
 	return d
 }
 
-func (a *capacityAdmission) withdraw(key scheduling.GroupKey) { a.queue.withdraw(key) }
+func (a *Mode) Withdraw(key scheduling.GroupKey) { a.queue.withdraw(key) }
 
-// drop forgets the group's place in the queue, any decision not yet
+// Drop forgets the group's place in the queue, any decision not yet
 // recorded, and the reservation assumed for that decision.
-func (a *capacityAdmission) drop(key scheduling.GroupKey) {
+func (a *Mode) Drop(key scheduling.GroupKey) {
 	if a.queue.forget(key) {
 		a.tracker.Forget(key)
 	}
@@ -191,42 +233,42 @@ func (a *capacityAdmission) drop(key scheduling.GroupKey) {
 	a.queue.poke()
 }
 
-// beforeRelease withdraws the group's capacity request, whose room the
+// BeforeRelease withdraws the group's capacity request, whose room the
 // release takes (autoscaling.go).
-func (a *capacityAdmission) beforeRelease(ctx context.Context, key scheduling.GroupKey) error {
+func (a *Mode) BeforeRelease(ctx context.Context, key scheduling.GroupKey) error {
 	if a.autoscale == nil {
 		return nil
 	}
 	return a.autoscale.beforeRelease(ctx, key)
 }
 
-func (a *capacityAdmission) recorded(key scheduling.GroupKey) { a.queue.recorded(key) }
+func (a *Mode) Recorded(key scheduling.GroupKey) { a.queue.recorded(key) }
 
-// releaseTo releases a placed pod, pinned to its node, and a pod that
+// ReleaseTo releases a placed pod, pinned to its node, and a pod that
 // placement cannot check, unpinned (unmodelled.go).
-func (a *capacityAdmission) releaseTo(placed map[types.UID]string, p *corev1.Pod) (string, bool) {
+func (a *Mode) ReleaseTo(placed map[types.UID]string, p *corev1.Pod) (string, bool) {
 	if node := placed[p.UID]; node != "" {
 		return node, true
 	}
 	return "", a.unmodelled(p) != ""
 }
 
-// explainStalled runs the scheduler's filters for the pod on its node.
-func (a *capacityAdmission) explainStalled(p *corev1.Pod, node string) string {
+// ExplainStalled runs the scheduler's filters for the pod on its node.
+func (a *Mode) ExplainStalled(p *corev1.Pod, node string) string {
 	if a.filters == nil {
 		return ""
 	}
 	return a.tracker.Explain(a.filters, p, node)
 }
 
-// unreservedLater is none: every missing pod of a createdLater role has a
-// reserved place, which holdShort counts as such.
-func (a *capacityAdmission) unreservedLater(admission.Group) int32 { return 0 }
+// UnreservedLater is none: every missing pod of a createdLater role has a
+// reserved place, which the controller's holdShort counts as such.
+func (a *Mode) UnreservedLater(admission.Group) int32 { return 0 }
 
-// observePod tells the tracker what one of Muster's pods holds, and asks
+// ObservePod tells the tracker what one of Muster's pods holds, and asks
 // for a cycle: what it frees may let a waiting gang fit.
-func (a *capacityAdmission) observePod(p *corev1.Pod, gone bool) {
-	if key, ok := podGroupKey(p); ok && !gone {
+func (a *Mode) ObservePod(p *corev1.Pod, gone bool) {
+	if key, ok := scheduling.GroupKeyOf(p); ok && !gone {
 		a.tracker.SetManagedPod(key, p, scheduling.HasGate(p))
 	} else {
 		// Gone, or the label is gone: the pod has left the labelled
@@ -236,8 +278,8 @@ func (a *capacityAdmission) observePod(p *corev1.Pod, gone bool) {
 	a.queue.poke()
 }
 
-// observeGroup tells the tracker what a group's status holds.
-func (a *capacityAdmission) observeGroup(key scheduling.GroupKey, pg *v1alpha1.PodGroup) {
+// ObserveGroup tells the tracker what a group's status holds.
+func (a *Mode) ObserveGroup(key scheduling.GroupKey, pg *v1alpha1.PodGroup) {
 	if pg == nil {
 		a.tracker.SetGroupState(key, nil)
 		a.tracker.ForgetGroup(key)
@@ -251,7 +293,7 @@ func (a *capacityAdmission) observeGroup(key scheduling.GroupKey, pg *v1alpha1.P
 	}
 	// Placements first: a place claimed from a reservation is held twice
 	// for a moment, never not at all.
-	a.tracker.SetPlacements(key, placementsByUID(pg))
+	a.tracker.SetPlacements(key, admission.PlacementsByUID(pg))
 	a.tracker.SetReservations(key, slotsOf(pg))
 	a.tracker.SetGroupState(key, groupState(pg))
 }
@@ -261,10 +303,10 @@ func (a *capacityAdmission) observeGroup(key scheduling.GroupKey, pg *v1alpha1.P
 // are going.
 func groupState(pg *v1alpha1.PodGroup) *capacity.GroupState {
 	st := &capacity.GroupState{UID: pg.UID, SpecPriority: pg.Spec.Priority}
-	if isFinished(pg) {
+	if admission.IsFinished(pg) {
 		return st
 	}
-	st.Admitted = isAdmitted(pg)
+	st.Admitted = admission.IsAdmitted(pg)
 	st.Preempted = !st.Admitted && meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted)
 	if at := pg.Status.AdmissionTime; at != nil {
 		st.Since = at.Time
@@ -272,14 +314,14 @@ func groupState(pg *v1alpha1.PodGroup) *capacity.GroupState {
 	return st
 }
 
-func (a *capacityAdmission) setNode(obj interface{}) {
+func (a *Mode) setNode(obj interface{}) {
 	if n, ok := obj.(*corev1.Node); ok {
 		a.tracker.SetNode(n)
 		a.queue.poke()
 	}
 }
 
-func (a *capacityAdmission) deleteNode(obj interface{}) {
+func (a *Mode) deleteNode(obj interface{}) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"fmt"
@@ -16,16 +16,16 @@ import (
 )
 
 // Held joiners (issue 21, item 2): a pod that joins an admitted group is
-// placed alone, and released in the same sync unless holdShort keeps it
-// gated, because the group has too few pods to release it with. Such a
+// placed alone, and released in the same sync unless the controller's
+// holdShort keeps it gated, because the group has too few pods to release it with. Such a
 // placement would hold its node's capacity for as long as the group stays
 // short, which its tenant decides. So a placement whose pod stays gated is
 // kept at most MaxHeldPlacementSeconds; then it is given back, the group
 // says so, and its pods are not placed again until its pods change (one
 // is added, deleted or ends), which is when the group may be whole.
 
-// maxHeldPlacement is MaxHeldPlacementSeconds as a duration.
-const maxHeldPlacement = scheduling.MaxHeldPlacementSeconds * time.Second
+// MaxHeldPlacement is MaxHeldPlacementSeconds as a duration.
+const MaxHeldPlacement = scheduling.MaxHeldPlacementSeconds * time.Second
 
 // heldPlacements is this leader's memory of held joiners. A new leader
 // starts the clock again: leadership does not change at a tenant's will.
@@ -53,10 +53,10 @@ func (h *heldPlacements) forget(key scheduling.GroupKey) {
 }
 
 // expireHeld is placeJoiners' first share: it gives back the placements
-// of pods that have stayed gated past maxHeldPlacement, and reports
+// of pods that have stayed gated past MaxHeldPlacement, and reports
 // whether the group's joiners may be placed now, and when to look again.
 // It updates places and d.
-func (a *capacityAdmission) expireHeld(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) (bool, time.Duration) {
+func (a *Mode) expireHeld(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) (bool, time.Duration) {
 	key, pg := g.Key, g.PodGroup
 	h := &a.held
 	h.mu.Lock()
@@ -81,7 +81,7 @@ func (a *capacityAdmission) expireHeld(g admission.Group, places *admission.Plac
 		// it: a write that only removes placements may wait for the batch
 		// period, and must not restart the clock meanwhile.
 		seen[pl.UID] = at
-		if left := at.Add(maxHeldPlacement).Sub(now); left > 0 {
+		if left := at.Add(MaxHeldPlacement).Sub(now); left > 0 {
 			next = admission.Soonest(next, left)
 			continue
 		}
@@ -118,7 +118,7 @@ func (a *capacityAdmission) expireHeld(g admission.Group, places *admission.Plac
 	}
 	slices.Sort(expired)
 	msg := admission.Truncate(fmt.Sprintf("%d placed pods stayed gated for over %s, since the group has too few pods to release them with (minCount %d); their capacity was given back, and the group's pods are placed again once they change: %v",
-		len(expired), maxHeldPlacement, admission.MinCount(pg), expired))
+		len(expired), MaxHeldPlacement, admission.MinCount(pg), expired))
 	if len(places.Reservations) == 0 { // else the condition is reserve's.
 		d.Set(v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, scheduling.ReasonHeldPlacementsExpired, msg)
 	}

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"fmt"
@@ -139,7 +139,7 @@ func standInSlots(cs []capacity.CopiesOnNode) []capacity.Slot {
 // places unclaimed past their role's timeout are given back
 // (expireReservations), and the CapacityReserved condition follows. It
 // updates places and d, and returns when to look again for an expiry.
-func (a *capacityAdmission) reserve(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) time.Duration {
+func (a *Mode) reserve(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) time.Duration {
 	pg := g.PodGroup
 	if len(places.Reservations) == 0 {
 		return 0
@@ -161,7 +161,7 @@ func (a *capacityAdmission) reserve(g admission.Group, places *admission.Places,
 // on node for pods requesting slot: by the scheduler's filters once they
 // run, and before that by the resource, readiness, taint and node affinity
 // checks.
-func (a *capacityAdmission) claimFits(key scheduling.GroupKey, p *corev1.Pod, node string, slot capacity.Resources) bool {
+func (a *Mode) claimFits(key scheduling.GroupKey, p *corev1.Pod, node string, slot capacity.Resources) bool {
 	if a.filters == nil {
 		return capacity.Claims(a.tracker.Node(node), p, slot)
 	}
@@ -174,7 +174,7 @@ func (a *capacityAdmission) claimFits(key scheduling.GroupKey, p *corev1.Pod, no
 // reservation go into status in one write, before the pod is pinned there
 // and released (step 9). A pod that fits no reserved place is left to be
 // placed as any joiner is.
-func (a *capacityAdmission) claimReserved(g admission.Group, places *admission.Places) {
+func (a *Mode) claimReserved(g admission.Group, places *admission.Places) {
 	req := roleRequests(g.PodGroup)
 	waiting := unplacedPods(g, places.Placements)
 	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Name < waiting[j].Name })
@@ -229,7 +229,7 @@ func dropEmptyReservations(places *admission.Places) {
 // and an event. Pods of the role that arrive later are placed as capacity
 // allows, like any joiner. It returns when the next timeout falls, and
 // whether any place expired.
-func (a *capacityAdmission) expireReservations(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) (time.Duration, bool) {
+func (a *Mode) expireReservations(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) (time.Duration, bool) {
 	pg := g.PodGroup
 	if pg.Status.AdmissionTime == nil {
 		return 0, false
@@ -270,7 +270,7 @@ func (a *capacityAdmission) expireReservations(g admission.Group, places *admiss
 // timeout is the role's own reservation timeout, or the controller's. A
 // role's own is at most MaxReservationTimeoutSeconds even if it was stored
 // before validation bounded it.
-func (a *capacityAdmission) timeout(r v1alpha1.PodGroupRole) time.Duration {
+func (a *Mode) timeout(r v1alpha1.PodGroupRole) time.Duration {
 	if t := r.ReservationTimeoutSeconds; t != nil {
 		return time.Duration(min(*t, scheduling.MaxReservationTimeoutSeconds)) * time.Second
 	}

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"slices"
@@ -21,7 +21,7 @@ import (
 // pinned or released. It reports whether the gang is admitted now and, if
 // not, the decision says why the last cycle left it waiting (nothing
 // before any), or what it preempts.
-func (a *capacityAdmission) placeGang(g admission.Group, need int32, now time.Time) (admission.Decision, bool) {
+func (a *Mode) placeGang(g admission.Group, need int32, now time.Time) (admission.Decision, bool) {
 	pg := g.PodGroup
 	// The missing pods of createdLater roles are placed from their role's
 	// template, in the same all-or-nothing placement, and reserved
@@ -51,7 +51,7 @@ func (a *capacityAdmission) placeGang(g admission.Group, need int32, now time.Ti
 			return out, true
 		}
 		// The gang changed since the cycle placed it: place it again.
-		a.drop(g.Key)
+		a.Drop(g.Key)
 	}
 	copies := laterCopies(pg, missing)
 	if len(toPlace) == 0 && len(copies) == 0 {
@@ -76,10 +76,10 @@ func (a *capacityAdmission) placeGang(g admission.Group, need int32, now time.Ti
 // placement whose pod stays gated is given back after a while
 // (heldjoiners.go). It updates places and d, and returns when to look
 // again.
-func (a *capacityAdmission) placeJoiners(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) time.Duration {
+func (a *Mode) placeJoiners(g admission.Group, places *admission.Places, d *admission.Decision, now time.Time) time.Duration {
 	ok, next := a.expireHeld(g, places, d, now)
 	if !ok {
-		a.drop(g.Key)
+		a.Drop(g.Key)
 		return next
 	}
 	toPlace, _, _ := a.splitUnmodelled(unplacedPods(g, places.Placements))
@@ -89,7 +89,7 @@ func (a *capacityAdmission) placeJoiners(g admission.Group, places *admission.Pl
 			d.FromCycle = true
 			return next
 		}
-		a.drop(g.Key)
+		a.Drop(g.Key)
 	}
 	if len(toPlace) == 0 {
 		a.queue.withdraw(g.Key)

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"fmt"
@@ -17,7 +17,8 @@ import (
 // preemptionDecision is step 6 for a gang the last cycle decided to
 // preempt for (docs/controller.md, "Gang preemption"): status.preemption
 // names the victims, with Admitted=False/Preempting and an event once
-// written. Its victims are marked only once it is written (preemption.go).
+// written. The controller marks its victims only once it is written
+// (podgroup/preemption.go).
 func preemptionDecision(g admission.Group, d capacity.Verdict, now time.Time) admission.Decision {
 	prio := gangPriority(g.PodGroup, g.Pods)
 	p := &v1alpha1.PodGroupPreemption{Time: metav1.NewTime(now), Priority: prio}

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 //   - A pod for another scheduler is placed by rules Muster cannot see.
 //   - A pod with resource claims, on a cluster that does not serve
 //     resource.k8s.io/v1 (before 1.34), needs the DRA of that release.
-func (a *capacityAdmission) unmodelled(p *corev1.Pod) string {
+func (a *Mode) unmodelled(p *corev1.Pod) string {
 	if name := p.Spec.SchedulerName; name != "" && name != capacity.DefaultSchedulerName {
 		return fmt.Sprintf("schedulerName %s is not kube-scheduler's default profile", name)
 	}
@@ -30,7 +30,7 @@ func (a *capacityAdmission) unmodelled(p *corev1.Pod) string {
 
 // splitUnmodelled takes the pods that placement cannot check out of pods,
 // and says why, for the group's condition.
-func (a *capacityAdmission) splitUnmodelled(pods []*corev1.Pod) (modelled []*corev1.Pod, free int, why string) {
+func (a *Mode) splitUnmodelled(pods []*corev1.Pod) (modelled []*corev1.Pod, free int, why string) {
 	var reasons []string
 	for _, p := range pods {
 		r := a.unmodelled(p)

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"

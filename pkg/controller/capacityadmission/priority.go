@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package podgroup
+package capacityadmission
 
 import (
 	"context"
@@ -152,7 +152,7 @@ const (
 
 // runAdmission runs admission cycles, one at a time, whenever something
 // that may let a waiting group fit has changed.
-func (a *capacityAdmission) runAdmission(ctx context.Context) {
+func (a *Mode) runAdmission(ctx context.Context) {
 	t := time.NewTicker(cycleResync)
 	defer t.Stop()
 	for {
@@ -175,10 +175,10 @@ func (a *capacityAdmission) runAdmission(ctx context.Context) {
 // An admitted group's placements are assumed in the tracker at once, so the
 // next cycle does not offer that capacity again before the group's status
 // records them.
-func (a *capacityAdmission) admitCycle() {
+func (a *Mode) admitCycle() {
 	cands := a.queue.snapshot()
 	if len(cands) == 0 {
-		metrics.waitingForCapacity.Set(0)
+		a.metrics.Waiting(0)
 		return
 	}
 	start := a.clock.Now()
@@ -200,8 +200,8 @@ func (a *capacityAdmission) admitCycle() {
 		}
 	}
 	changed, waiting := a.queue.apply(verdicts)
-	metrics.waitingForCapacity.Set(float64(waiting))
-	metrics.admissionCycle.Observe(a.clock.Since(start).Seconds())
+	a.metrics.Waiting(waiting)
+	a.metrics.CycleTook(a.clock.Since(start))
 	for _, key := range changed {
 		a.enqueue(key)
 	}
