@@ -79,7 +79,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	need := minCount(pg)
 	rolesMsg, rolesShort := rolesShort(pg, v)
 	// Pods of createdLater roles are not waited for: their places are
-	// reserved when the gang is admitted (reservations.go).
+	// reserved when the gang is admitted (capacityadmission/reservations.go).
 	missing := g.LaterMissing()
 	later := admission.SumCounts(missing)
 	if v.active+later < need {

@@ -36,7 +36,8 @@ func (v *podView) countActiveRole(p *corev1.Pod) {
 // active pods than their count. A gang with enough pods in total can still
 // lack a role, such as ten workers and no driver; such a gang is not
 // complete. Roles created later are not waited for: capacity-aware
-// admission reserves places for their missing pods (reservations.go).
+// admission reserves places for their missing pods
+// (capacityadmission/reservations.go).
 func rolesShort(pg *v1alpha1.PodGroup, v *podView) (string, bool) {
 	var short []string
 	for _, r := range pg.Spec.Roles {

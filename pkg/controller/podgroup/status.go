@@ -48,7 +48,7 @@ type decisions struct {
 	// Roles are each role's accounting (roles.go); its active pods are a refresh.
 	Roles []roleDecision
 	// Reservations are capacity held for pods not yet created
-	// (reservations.go), claimed in the write that places a pod.
+	// (capacityadmission/reservations.go), claimed in the write that places a pod.
 	Reservations []v1alpha1.RoleReservation
 }
 

@@ -119,7 +119,7 @@ func rejectedMessage(err error) string {
 // giveUpStatus is step 8's answer to a status write refused for good
 // (issue 21, item 3): writing the same decision again would be refused
 // again, for ever, while the capacity assumed for it stayed held. So the
-// decision is dropped with its assumed capacity (admitter.drop), admission
+// decision is dropped with its assumed capacity (admitter.Drop), admission
 // waits for the group (rejections, with backoff, or until its spec
 // changes), and a minimal write of the stored status says why: a group not
 // admitted gets Admitted=False/StatusRejected naming the refused field; an
