@@ -164,7 +164,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter, view.reserveAfter, expireAfter), nil
+	return view.requeueAfter(now, moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, stalledAfter, expireAfter), nil
 }
 
 // writeStatus writes next's status and returns the stored group. A status
@@ -201,23 +201,4 @@ func moreToRecordDelay(more bool) time.Duration {
 		return time.Millisecond // the next batch of at most 500, right away.
 	}
 	return 0
-}
-
-func untilNext(v *podView, now time.Time) time.Duration {
-	if v.nextCheck.IsZero() {
-		return 0
-	}
-	// One second past the grace period, so that the pod is surely past it.
-	return v.nextCheck.Sub(now) + time.Second
-}
-
-// soonest returns the smallest positive duration, or 0 if there is none.
-func soonest(ds ...time.Duration) time.Duration {
-	var min time.Duration
-	for _, d := range ds {
-		if d > 0 && (min == 0 || d < min) {
-			min = d
-		}
-	}
-	return min
 }
