@@ -50,6 +50,8 @@ type autoscaler struct {
 	work     workqueue.TypedRateLimitingInterface[scheduling.GroupKey]
 	// poke asks admission for a cycle.
 	poke func()
+	// metrics are the controller's (metrics.go).
+	metrics *controllerMetrics
 
 	mu sync.Mutex
 	// demands are the waiting gangs' demands, built when their group
@@ -98,7 +100,7 @@ type requestBackoff struct {
 	message  string
 }
 
-func newAutoscaler(req autoscaling.Requester, cfg Config, recorder record.EventRecorder, clk clock.PassiveClock, poke func()) *autoscaler {
+func newAutoscaler(req autoscaling.Requester, cfg Config, recorder record.EventRecorder, clk clock.PassiveClock, poke func(), m *controllerMetrics) *autoscaler {
 	return &autoscaler{
 		req:         req,
 		timeout:     cfg.CapacityRequestTimeout,
@@ -108,6 +110,7 @@ func newAutoscaler(req autoscaling.Requester, cfg Config, recorder record.EventR
 		clock:       clk,
 		recorder:    recorder,
 		poke:        poke,
+		metrics:     m,
 		work:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "capacity-requests"}),
 		demands:     map[scheduling.GroupKey]groupDemand{},
 		want:        map[scheduling.GroupKey]autoscaling.Demand{},
@@ -209,7 +212,7 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 		}
 		if v.Admit {
 			if st, ok := s.req.State(v.Key); ok {
-				metrics.capacityRequestAdmission.Observe(now.Sub(st.Since).Seconds())
+				s.metrics.capacityRequestAdmission.Observe(now.Sub(st.Since).Seconds())
 				if st.Provisioned > 0 {
 					s.announceProvisioned(v.Key, gd.demand, st)
 				}
@@ -283,7 +286,7 @@ func (s *autoscaler) plan(verdicts []capacity.Verdict, now time.Time) {
 		}
 	}
 	s.want = want
-	metrics.capacityRequestPods.Set(float64(asked))
+	s.metrics.capacityRequestPods.Set(float64(asked))
 }
 
 // announceProvisioned records, once per request, that the autoscaler
@@ -316,7 +319,7 @@ func (s *autoscaler) withdraw(v *capacity.Verdict, d autoscaling.Demand, st auto
 	}
 	s.backoff[v.Key] = b
 	delete(s.provisioned, v.Key)
-	metrics.capacityRequestsWithdrawn.WithLabelValues(reason).Inc()
+	s.metrics.capacityRequestsWithdrawn.WithLabelValues(reason).Inc()
 	s.recorder.Event(groupRef(d), corev1.EventTypeWarning, scheduling.EventCapacityRequestWithdrawn, b.message)
 	v.Reason = scheduling.ReasonNodesNotProvisioned
 	v.Message = truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
@@ -365,7 +368,7 @@ func (s *autoscaler) sync(ctx context.Context, key scheduling.GroupKey) error {
 		return err
 	}
 	if !had || st.Hash != d.Hash {
-		metrics.capacityRequested.WithLabelValues(s.req.Kind()).Add(float64(d.Pods()))
+		s.metrics.capacityRequested.WithLabelValues(s.req.Kind()).Add(float64(d.Pods()))
 		s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityRequested,
 			"asked the autoscaler for room for %d pods, in %d shapes, with a %s request, since they do not fit the nodes there are",
 			d.Pods(), len(d.PodSets), s.req.Kind())

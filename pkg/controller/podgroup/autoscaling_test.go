@@ -240,7 +240,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			if tc.strict {
 				cfg.QueueingStrategy = capacity.StrictFIFO
 			}
-			s := newAutoscaler(req, cfg, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(t0), func() {})
+			s := newAutoscaler(req, cfg, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(t0), func() {}, newControllerMetrics())
 			defer s.work.ShutDown()
 			for _, g := range tc.gangs {
 				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.name, UID: types.UID("uid-" + g.name)}}
@@ -309,7 +309,7 @@ func TestAutoscalerSync(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
 	rec := record.NewFakeRecorder(100)
-	s := newAutoscaler(req, DefaultConfig(), rec, clocktesting.NewFakePassiveClock(t0), func() {})
+	s := newAutoscaler(req, DefaultConfig(), rec, clocktesting.NewFakePassiveClock(t0), func() {}, newControllerMetrics())
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
@@ -352,7 +352,7 @@ func TestAutoscalerSync(t *testing.T) {
 // its request, is the same whatever order its pods come in (the index has
 // none): else each sync would ask anew.
 func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
-	s := newAutoscaler(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {})
+	s := newAutoscaler(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}, DefaultConfig(), record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), func() {}, newControllerMetrics())
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	pods := gpuPods("a", 4)

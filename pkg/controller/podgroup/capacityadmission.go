@@ -54,6 +54,8 @@ type capacityAdmission struct {
 	// autoscale asks an autoscaler for room for gangs that do not fit the
 	// nodes there are (autoscaling.go); nil with --autoscaling=off.
 	autoscale *autoscaler
+	// metrics are the controller's (metrics.go).
+	metrics *controllerMetrics
 }
 
 var _ admitter = &capacityAdmission{}
@@ -76,9 +78,10 @@ func newCapacityAdmission(c *Controller, nodes coreinformers.NodeInformer) (*cap
 		recorder:             c.recorder,
 		clock:                c.clock,
 		enqueue:              c.queue.Add,
+		metrics:              c.metrics,
 	}
 	if c.requester != nil {
-		a.autoscale = newAutoscaler(c.requester, c.cfg, c.recorder, c.clock, a.queue.poke)
+		a.autoscale = newAutoscaler(c.requester, c.cfg, c.recorder, c.clock, a.queue.poke, c.metrics)
 	}
 	a.podStore = capacity.NewPodStore(a.tracker, a.queue.poke)
 	synced := []cache.InformerSynced{nodes.Informer().HasSynced, a.podStore.HasSynced}

@@ -178,7 +178,7 @@ func (a *capacityAdmission) runAdmission(ctx context.Context) {
 func (a *capacityAdmission) admitCycle() {
 	cands := a.queue.snapshot()
 	if len(cands) == 0 {
-		metrics.waitingForCapacity.Set(0)
+		a.metrics.waitingForCapacity.Set(0)
 		return
 	}
 	start := a.clock.Now()
@@ -200,8 +200,8 @@ func (a *capacityAdmission) admitCycle() {
 		}
 	}
 	changed, waiting := a.queue.apply(verdicts)
-	metrics.waitingForCapacity.Set(float64(waiting))
-	metrics.admissionCycle.Observe(a.clock.Since(start).Seconds())
+	a.metrics.waitingForCapacity.Set(float64(waiting))
+	a.metrics.admissionCycle.Observe(a.clock.Since(start).Seconds())
 	for _, key := range changed {
 		a.enqueue(key)
 	}

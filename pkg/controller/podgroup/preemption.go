@@ -55,8 +55,8 @@ func (a *capacityAdmission) recordPreemption(pg *v1alpha1.PodGroup, v *podView, 
 	msg := truncate(fmt.Sprintf("priority %d: %s", prio, d.Message))
 	v.onceWritten(func() {
 		a.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventPreempting, msg)
-		metrics.preemptions.Inc()
-		metrics.preemptionVictims.Add(float64(len(d.Victims)))
+		a.metrics.preemptions.Inc()
+		a.metrics.preemptionVictims.Add(float64(len(d.Victims)))
 	})
 }
 

@@ -147,7 +147,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	next = deferred.DeepCopy()
 	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
-	countRemoved(next, view, removed)                                    // step 11
+	c.countRemoved(next, view, removed)                                  // step 11
 	finishAfter := c.finish(next, view, pods, removed, now)              // step 12
 	pg, flushAfter, wrote, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
@@ -156,7 +156,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if wrote {
 		view.written()
 	}
-	metrics.observeGroup(key, pg)
+	c.metrics.observeGroup(key, pg)
 	if actErr != nil {
 		return 0, actErr
 	}
