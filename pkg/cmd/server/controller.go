@@ -228,7 +228,10 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 		logger.Error(err, "Cannot create the leader-election lock; the controller does not run")
 		return
 	}
-	// Leading ends when ctx ends or the Lease is lost; try again until ctx ends.
+	// Leading ends when ctx ends or the Lease is lost; try again until ctx
+	// ends. Each term builds its own controller, with its own metrics, and
+	// starts only once the last term's controller has stopped.
+	terms := newLeaderTerms()
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -240,7 +243,7 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Became the leader; starting the controller", "identity", id)
-					run(ctx)
+					terms.run(ctx, run)
 				},
 				OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", id) },
 			},

@@ -112,7 +112,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 // countRemoved is step 11: a recorded UID whose pod has lost its finalizer,
 // or is gone, moves from uncountedTerminatedPods into the counters, in the
 // same write. That write is what makes the count exactly-once.
-func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]) {
+func (c *Controller) countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]) {
 	u := pg.Status.UncountedTerminatedPods
 	if u == nil {
 		return
@@ -127,7 +127,7 @@ func countRemoved(pg *v1alpha1.PodGroup, v *podView, removed sets.Set[types.UID]
 		for _, uid := range uids {
 			if counted(uid) {
 				*counter++
-				v.onceWritten(metrics.podsAccounted.WithLabelValues(result).Inc)
+				v.onceWritten(c.metrics.podsAccounted.WithLabelValues(result).Inc)
 			} else {
 				keep = append(keep, uid)
 			}

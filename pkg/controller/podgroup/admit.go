@@ -144,12 +144,12 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 	// error makes the group sync again from a fresh read (holdShort).
 	done, errs := c.patchPods(ctx, pods, release, false)
 	c.memory.expect(key, gatesRemoved, done...)
-	metrics.podsUngated.Add(float64(len(done)))
+	c.metrics.podsUngated.Add(float64(len(done)))
 	if len(errs) > 0 {
 		return fmt.Errorf("ungating %d of %d pods: %w", len(errs), len(pods), errors.Join(errs...))
 	}
 	if seen, ok := c.memory.takeLastPodSeen(key); ok {
-		metrics.gateRemovalLatency.Observe(c.clock.Since(seen).Seconds())
+		c.metrics.gateRemovalLatency.Observe(c.clock.Since(seen).Seconds())
 	}
 	klog.FromContext(ctx).V(2).Info("Released pods", "count", len(done))
 	return nil

@@ -37,7 +37,7 @@ func (c *Controller) newAdmitter(nodes coreinformers.NodeInformer) (admission.Mo
 	}
 	a, synced, err := capacityadmission.New(opts, capacityadmission.Env{
 		Kube: c.kube, Nodes: nodes, Recorder: c.recorder, Clock: c.clock,
-		Enqueue: c.queue.Add, Metrics: modeMetrics{},
+		Enqueue: c.queue.Add, Metrics: modeMetrics{c.metrics},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -47,22 +47,22 @@ func (c *Controller) newAdmitter(nodes coreinformers.NodeInformer) (admission.Mo
 
 // modeMetrics serves capacity admission's metrics (capacityadmission.Metrics)
 // on the controller's.
-type modeMetrics struct{}
+type modeMetrics struct{ m *controllerMetrics }
 
-func (modeMetrics) Waiting(n int) { metrics.waitingForCapacity.Set(float64(n)) }
+func (mm modeMetrics) Waiting(n int) { mm.m.waitingForCapacity.Set(float64(n)) }
 
-func (modeMetrics) CycleTook(d time.Duration) { metrics.admissionCycle.Observe(d.Seconds()) }
+func (mm modeMetrics) CycleTook(d time.Duration) { mm.m.admissionCycle.Observe(d.Seconds()) }
 
-func (modeMetrics) RequestAdmitted(waited time.Duration) {
-	metrics.capacityRequestAdmission.Observe(waited.Seconds())
+func (mm modeMetrics) RequestAdmitted(waited time.Duration) {
+	mm.m.capacityRequestAdmission.Observe(waited.Seconds())
 }
 
-func (modeMetrics) PodsRequested(n int32) { metrics.capacityRequestPods.Set(float64(n)) }
+func (mm modeMetrics) PodsRequested(n int32) { mm.m.capacityRequestPods.Set(float64(n)) }
 
-func (modeMetrics) Requested(kind string, pods int32) {
-	metrics.capacityRequested.WithLabelValues(kind).Add(float64(pods))
+func (mm modeMetrics) Requested(kind string, pods int32) {
+	mm.m.capacityRequested.WithLabelValues(kind).Add(float64(pods))
 }
 
-func (modeMetrics) RequestWithdrawn(why string) {
-	metrics.capacityRequestsWithdrawn.WithLabelValues(why).Inc()
+func (mm modeMetrics) RequestWithdrawn(why string) {
+	mm.m.capacityRequestsWithdrawn.WithLabelValues(why).Inc()
 }

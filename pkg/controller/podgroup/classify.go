@@ -9,9 +9,10 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
-// podView is what one sync knows about a group's pods: the counters that go
-// into status, and the pods each later step acts on.
-type podView struct {
+// classification is step 2's reading of a group's pods: the counters that
+// go into status, and the pods each later step acts on. It is built once per
+// sync, by classifyPods, and only read after.
+type classification struct {
 	// all are the group's pods, as the sync read them.
 	all                                   []*corev1.Pod
 	pods, gated, active, scheduled, ready int32
@@ -44,28 +45,6 @@ type podView struct {
 	recounted []*corev1.Pod
 	// withFinalizer indexes every pod that carries the tracking finalizer.
 	withFinalizer map[types.UID]*corev1.Pod
-	// nextCheck is the soonest time a deleted pod's grace period ends.
-	nextCheck time.Time
-	// decisionApplied says that this sync put an admission cycle's
-	// placements into status; once written, the decision is recorded.
-	decisionApplied bool
-	// reserveAfter is when a reservation of a createdLater role times out.
-	reserveAfter time.Duration
-	// recorded are side effects of decisions (events, the accounting
-	// metric): they happen only once the status write that records the
-	// decision has succeeded, so that a conflict never repeats them.
-	recorded []func()
-}
-
-// onceWritten defers a side effect of a decision until its status write.
-func (v *podView) onceWritten(f func()) { v.recorded = append(v.recorded, f) }
-
-// written runs the side effects of the decisions that were just written.
-func (v *podView) written() {
-	for _, f := range v.recorded {
-		f()
-	}
-	v.recorded = nil
 }
 
 type podResult int
@@ -79,7 +58,9 @@ const (
 // and acts on. fastRelease makes a pod with a deletionTimestamp inactive at
 // once (KEP-6143); without it the pod stays active until it is terminal.
 func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView {
-	v := &podView{all: pods, finished: map[types.UID]podResult{}, preempted: map[types.UID]bool{}, withFinalizer: map[types.UID]*corev1.Pod{}}
+	v := &podView{classification: classification{
+		all: pods, finished: map[types.UID]podResult{}, preempted: map[types.UID]bool{}, withFinalizer: map[types.UID]*corev1.Pod{},
+	}}
 	for _, p := range pods {
 		v.pods++
 		deleting := p.DeletionTimestamp != nil
@@ -135,7 +116,7 @@ func classifyPods(pods []*corev1.Pod, now time.Time, fastRelease bool) *podView 
 
 // failed notes a finished pod that counts as failed, and whether it was
 // preempted, by Muster or by kube-scheduler.
-func (v *podView) failed(p *corev1.Pod) {
+func (v *classification) failed(p *corev1.Pod) {
 	v.finished[p.UID] = resultFailed
 	if preemptedByMuster(p) || preemptedBySchedulerPod(p) {
 		v.preempted[p.UID] = true

@@ -74,6 +74,11 @@ type Controller struct {
 	admitter admission.Mode
 	// requester asks an autoscaler for room (--autoscaling); nil asks none.
 	requester autoscaling.Requester
+	// metrics are this controller's own, served from registry while Run
+	// runs (metrics.go): built by New when the replica starts leading, gone
+	// from /metrics when it stops.
+	metrics  *controllerMetrics
+	registry metricsRegistry
 }
 
 // Informers are the shared informers a Controller reads. New installs its
@@ -137,6 +142,8 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		clock:      clock.RealClock{},
 		warned:     map[types.UID]sets.Set[string]{},
 		requester:  inf.Requester,
+		metrics:    newControllerMetrics(),
+		registry:   legacyRegistry{},
 	}
 	adm, admSynced, err := c.newAdmitter(nodes)
 	if err != nil {
@@ -198,6 +205,12 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 // Run syncs groups with the given number of workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
+	if err := c.metrics.register(c.registry); err != nil {
+		return fmt.Errorf("serving the controller's metrics: %w", err)
+	}
+	// Deferred first, so run last: once the workers have stopped, the
+	// metrics leave /metrics with the leadership that made them true.
+	defer c.metrics.unregister(c.registry)
 	var wg sync.WaitGroup
 	// Shutting the queue down is what ends the workers; then wait for them.
 	defer func() {
@@ -235,7 +248,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	start := c.clock.Now()
 	requeueAfter, err := c.sync(ctx, key)
-	metrics.syncDuration.Observe(c.clock.Since(start).Seconds())
+	c.metrics.syncDuration.Observe(c.clock.Since(start).Seconds())
 	if err != nil {
 		if isStaleRead(err) {
 			// Expected while the cache catches up with our own writes.

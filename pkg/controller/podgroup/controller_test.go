@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,41 +37,8 @@ func TestRun(t *testing.T) {
 	keepVersions(&kube.Fake, kube.Tracker())
 	keepVersions(&muster.Fake, muster.Tracker())
 
-	podFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
-		kubeinformers.WithTweakListOptions(PodListOptions), kubeinformers.WithTransform(TransformPod))
-	pods := podFactory.Core().V1().Pods()
-	nsFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
-	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
 	// The defaults: capacity-aware admission, fed by a node informer.
-	ownerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTransform(TransformOwner))
-	c, err := New(DefaultConfig(), kube, muster, Informers{
-		Pods:         pods,
-		Namespaces:   nsFactory.Core().V1().Namespaces(),
-		PodGroups:    musterFactory.Scheduling().V1alpha1().PodGroups(),
-		Nodes:        nsFactory.Core().V1().Nodes(),
-		Jobs:         ownerFactory.Batch().V1().Jobs(),
-		StatefulSets: ownerFactory.Apps().V1().StatefulSets(),
-	}, record.NewFakeRecorder(1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	podFactory.Start(ctx.Done())
-	ownerFactory.Start(ctx.Done())
-	nsFactory.Start(ctx.Done())
-	musterFactory.Start(ctx.Done())
-	done := make(chan error)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		podFactory.Shutdown()
-		ownerFactory.Shutdown()
-		nsFactory.Shutdown()
-		musterFactory.Shutdown()
-	})
+	ctx, _ := runController(t, DefaultConfig(), kube, muster)
 
 	getPod := func(name string) *corev1.Pod {
 		p, err := kube.CoreV1().Pods(testNS).Get(ctx, name, metav1.GetOptions{})
@@ -141,4 +109,56 @@ func TestRun(t *testing.T) {
 			t.Errorf("a pod without the group label was patched: %s", p.GetPatch())
 		}
 	}
+}
+
+// runController builds a controller over kube and muster with informers as
+// muster-apiserver wires them (a node informer for capacity-aware
+// admission), and runs it with 2 workers. stop ends it, as a lost Lease
+// does, and waits for Run to return; the test's cleanup calls it too. ctx
+// ends with it.
+func runController(t *testing.T, cfg Config, kube *kubefake.Clientset, muster *musterfake.Clientset) (ctx context.Context, stop func()) {
+	t.Helper()
+	podFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+		kubeinformers.WithTweakListOptions(PodListOptions), kubeinformers.WithTransform(TransformPod))
+	nsFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
+	musterFactory := musterinformers.NewSharedInformerFactory(muster, 0)
+	ownerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTransform(TransformOwner))
+	inf := Informers{
+		Pods:         podFactory.Core().V1().Pods(),
+		Namespaces:   nsFactory.Core().V1().Namespaces(),
+		PodGroups:    musterFactory.Scheduling().V1alpha1().PodGroups(),
+		Jobs:         ownerFactory.Batch().V1().Jobs(),
+		StatefulSets: ownerFactory.Apps().V1().StatefulSets(),
+	}
+	if cfg.Admission == AdmissionCapacity {
+		inf.Nodes = nsFactory.Core().V1().Nodes()
+	}
+	c, err := New(cfg, kube, muster, inf, record.NewFakeRecorder(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	factories := []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}{podFactory, ownerFactory, nsFactory, musterFactory}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			for _, f := range factories {
+				f.Shutdown()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return ctx, stop
 }

@@ -58,8 +58,8 @@ func (c *Controller) recordDecision(pg *v1alpha1.PodGroup, v *podView, d admissi
 		setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, d.Reason, d.Message, now)
 		victims := len(d.Preemption.Victims)
 		v.onceWritten(func() {
-			metrics.preemptions.Inc()
-			metrics.preemptionVictims.Add(float64(victims))
+			c.metrics.preemptions.Inc()
+			c.metrics.preemptionVictims.Add(float64(victims))
 		})
 		return false
 	case !d.Admitted:

@@ -74,7 +74,7 @@ func TestRecordDecision(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			c := &Controller{recorder: rec}
+			c := &Controller{recorder: rec, metrics: newControllerMetrics()}
 			v := &podView{}
 			pg := tc.group.DeepCopy()
 			if got := c.recordDecision(pg, v, tc.decision, t0); got != tc.wantAdmitted {

@@ -99,7 +99,7 @@ func (c *Controller) evictPod(ctx context.Context, p *corev1.Pod, why string) er
 	if err != nil {
 		return fmt.Errorf("deleting preempted pod %s/%s%s: %w", p.Namespace, p.Name, causes(err), err)
 	}
-	metrics.podsPreempted.Inc()
+	c.metrics.podsPreempted.Inc()
 	c.recorder.Event(p, corev1.EventTypeWarning, scheduling.EventPreempted, why)
 	return nil
 }

@@ -110,7 +110,7 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 		return
 	}
 	key := groupKey(name.Namespace, name.Name)
-	metrics.forgetGroup(key)
+	c.metrics.forgetGroup(key)
 	c.admitter.ObserveGroup(key, nil)
 	c.memory.forget(key)
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.

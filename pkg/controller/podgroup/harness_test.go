@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	k8smetrics "k8s.io/component-base/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -113,6 +114,12 @@ func newHarness(t *testing.T, cfg func(*Config), objs ...runtime.Object) *harnes
 		t.Fatalf("New: %v", err)
 	}
 	ctrl.clock = h.clock
+	// Its metrics count in a registry of its own, as they would while it
+	// leads, and no two tests' controllers collide in the process's.
+	ctrl.registry = k8smetrics.NewKubeRegistry()
+	if err := ctrl.metrics.register(ctrl.registry); err != nil {
+		t.Fatalf("registering metrics: %v", err)
+	}
 	if a, ok := ctrl.admitter.(*capacityadmission.Mode); ok {
 		a.UseClock(h.clock)
 		a.UseFilters(testFilters(t))

@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"fmt"
 	"sync"
 
 	k8smetrics "k8s.io/component-base/metrics"
@@ -13,7 +14,11 @@ import (
 
 const metricsSubsystem = "muster"
 
-// controllerMetrics are served on muster-apiserver's /metrics.
+// controllerMetrics are served on muster-apiserver's /metrics while the
+// controller leads. Each Controller has its own (New), registers them when it
+// starts (Run) and unregisters them when it stops, so that a replica that
+// lost the Lease serves no stale gauges, and one that leads again registers
+// a fresh set without colliding with the last.
 type controllerMetrics struct {
 	syncDuration       *k8smetrics.Histogram
 	gateRemovalLatency *k8smetrics.Histogram
@@ -43,8 +48,6 @@ type groupGauge struct {
 	gated   int32
 	stalled bool
 }
-
-var metrics = newControllerMetrics()
 
 func newControllerMetrics() *controllerMetrics {
 	m := &controllerMetrics{
@@ -114,10 +117,53 @@ func newControllerMetrics() *controllerMetrics {
 		}, []string{"reason"}),
 		groups: map[scheduling.GroupKey]groupGauge{},
 	}
-	legacyregistry.MustRegister(m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
-		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted,
-		m.capacityRequestPods, m.capacityRequested, m.capacityRequestAdmission, m.capacityRequestsWithdrawn)
 	return m
+}
+
+// all lists the metrics, to register and unregister them together.
+func (m *controllerMetrics) all() []k8smetrics.Registerable {
+	return []k8smetrics.Registerable{m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
+		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted,
+		m.capacityRequestPods, m.capacityRequested, m.capacityRequestAdmission, m.capacityRequestsWithdrawn}
+}
+
+// metricsRegistry is where a running controller serves its metrics: the
+// process's legacy registry, which muster-apiserver's /metrics serves
+// (legacyRegistry), or a test's own.
+type metricsRegistry interface {
+	Register(k8smetrics.Registerable) error
+	Unregister(k8smetrics.Collector) bool
+}
+
+// legacyRegistry is component-base's global registry, which has no
+// Unregister of its own but hands out the Prometheus registry beneath it.
+type legacyRegistry struct{}
+
+func (legacyRegistry) Register(r k8smetrics.Registerable) error { return legacyregistry.Register(r) }
+func (legacyRegistry) Unregister(c k8smetrics.Collector) bool {
+	return legacyregistry.Registerer().Unregister(c)
+}
+
+// register serves the metrics from reg, all or none: a set still
+// registered by a controller that has not stopped is an error, not a panic.
+func (m *controllerMetrics) register(reg metricsRegistry) error {
+	for i, r := range m.all() {
+		if err := reg.Register(r); err != nil {
+			for _, done := range m.all()[:i] {
+				reg.Unregister(done)
+			}
+			return fmt.Errorf("registering metric %s: %w", r.FQName(), err)
+		}
+	}
+	return nil
+}
+
+// unregister stops serving the metrics from reg: the gauges of a controller
+// that no longer leads say nothing true about the cluster.
+func (m *controllerMetrics) unregister(reg metricsRegistry) {
+	for _, r := range m.all() {
+		reg.Unregister(r)
+	}
 }
 
 // observeGroup updates the gated-pods gauge for one group.

@@ -3,6 +3,7 @@ package podgroup
 import (
 	"testing"
 
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -11,6 +12,10 @@ import (
 // TestGatedPodsGauge checks that the gauge is the sum over groups, kept
 // exact as a group changes phase and goes away.
 func TestGatedPodsGauge(t *testing.T) {
+	metrics := newControllerMetrics()
+	if err := metrics.register(k8smetrics.NewKubeRegistry()); err != nil {
+		t.Fatal(err)
+	}
 	gauge := func(phase v1alpha1.PodGroupPhase) float64 {
 		t.Helper()
 		v, err := testutil.GetGaugeMetricValue(metrics.gatedPods.WithLabelValues(string(phase)))

@@ -337,7 +337,7 @@ func TestCapacityStalled(t *testing.T) {
 	h := capacityHarness(t, []*corev1.Node{newNode("n1", "8")},
 		objects(admitted(1), newPod("p-0", ungated, pinnedTo("n1"), unschedulableSince("0/1 nodes are available: 1 Insufficient cpu."), requests("2")))...)
 	stalledGauge := func() float64 {
-		v, err := testutil.GetGaugeMetricValue(metrics.stalledGroups)
+		v, err := testutil.GetGaugeMetricValue(h.c.metrics.stalledGroups)
 		if err != nil {
 			t.Fatal(err)
 		}

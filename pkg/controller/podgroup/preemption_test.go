@@ -46,9 +46,9 @@ func TestSyncEvictsPreemptedPods(t *testing.T) {
 		newPod("r0", ungated, onNode("n"), running), newPod("r1", ungated, onNode("n"), running),
 		newPod("marked", ungated, onNode("n"), running, markedByMuster), newPod("new", createdAt(t0)),
 		newPod("theirs", ungated, onNode("n"), running, markedByScheduler))...)
-	before, _ := testutil.GetCounterMetricValue(metrics.podsPreempted)
+	before, _ := testutil.GetCounterMetricValue(h.c.metrics.podsPreempted)
 	h.sync()
-	if after, _ := testutil.GetCounterMetricValue(metrics.podsPreempted); after-before != 3 {
+	if after, _ := testutil.GetCounterMetricValue(h.c.metrics.podsPreempted); after-before != 3 {
 		t.Errorf("muster_pods_preempted_total rose by %v, want 3", after-before)
 	}
 	calls := h.mutations()

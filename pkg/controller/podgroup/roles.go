@@ -25,7 +25,7 @@ import (
 func roleOf(p *corev1.Pod) string { return p.Labels[scheduling.RoleLabel] }
 
 // countActiveRole is step 2's share for roles: one more active pod of p's role.
-func (v *podView) countActiveRole(p *corev1.Pod) {
+func (v *classification) countActiveRole(p *corev1.Pod) {
 	if v.roleActive == nil {
 		v.roleActive = map[string]int32{}
 	}

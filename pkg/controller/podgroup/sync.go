@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/pkg/controller/admission"
 )
 
 // sync brings one group to its desired state. Its numbered steps are those
@@ -148,7 +147,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	next = deferred.DeepCopy()
 	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
-	countRemoved(next, view, removed)                                    // step 11
+	c.countRemoved(next, view, removed)                                  // step 11
 	finishAfter := c.finish(next, view, pods, removed, now)              // step 12
 	pg, flushAfter, wrote, err := c.writeStatus(ctx, key, pg, next, now) // step 13
 	if err != nil {
@@ -157,7 +156,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if wrote {
 		view.written()
 	}
-	metrics.observeGroup(key, pg)
+	c.metrics.observeGroup(key, pg)
 	if actErr != nil {
 		return 0, actErr
 	}
@@ -165,7 +164,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	return soonest(moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, untilNext(view, now), stalledAfter, view.reserveAfter, expireAfter), nil
+	return view.requeueAfter(now, moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, stalledAfter, expireAfter), nil
 }
 
 // writeStatus writes next's status and returns the stored group. A status
@@ -203,14 +202,3 @@ func moreToRecordDelay(more bool) time.Duration {
 	}
 	return 0
 }
-
-func untilNext(v *podView, now time.Time) time.Duration {
-	if v.nextCheck.IsZero() {
-		return 0
-	}
-	// One second past the grace period, so that the pod is surely past it.
-	return v.nextCheck.Sub(now) + time.Second
-}
-
-// soonest returns the smallest positive duration, or 0 if there is none.
-func soonest(ds ...time.Duration) time.Duration { return admission.Soonest(ds...) }

@@ -14,44 +14,6 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
-func TestSoonest(t *testing.T) {
-	cases := []struct {
-		name string
-		in   []time.Duration
-		want time.Duration
-	}{
-		{name: "nothing to wait for", want: 0},
-		{name: "zeros mean no timer", in: []time.Duration{0, 0}, want: 0},
-		{name: "the smallest positive wins", in: []time.Duration{0, 30 * time.Second, time.Millisecond, 11 * time.Second}, want: time.Millisecond},
-		{name: "negative durations are ignored", in: []time.Duration{-time.Second, 5 * time.Second}, want: 5 * time.Second},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := soonest(tc.in...); got != tc.want {
-				t.Errorf("soonest(%v) = %s, want %s", tc.in, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestUntilNext(t *testing.T) {
-	cases := []struct {
-		name      string
-		nextCheck time.Time
-		want      time.Duration
-	}{
-		{name: "no deleted pod, no timer", want: 0},
-		{name: "one second past the end of the grace period", nextCheck: t0.Add(10 * time.Second), want: 11 * time.Second},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := untilNext(&podView{nextCheck: tc.nextCheck}, t0); got != tc.want {
-				t.Errorf("untilNext = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestSyncErrors(t *testing.T) {
 	cases := []struct {
 		name    string
