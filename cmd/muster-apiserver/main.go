@@ -11,6 +11,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	"github.com/muster-dev/muster/pkg/cmd/backup"
+	"github.com/muster-dev/muster/pkg/cmd/restore"
 	"github.com/muster-dev/muster/pkg/cmd/server"
 	"github.com/muster-dev/muster/pkg/cmd/uninstall"
 )
@@ -22,5 +23,7 @@ func main() {
 	cmd.AddCommand(uninstall.NewCommand())
 	// The chart's CronJob muster-etcd-backup runs `muster-apiserver backup`.
 	cmd.AddCommand(backup.NewCommand())
+	// docs/etcd.md restores a snapshot with `muster-apiserver restore`.
+	cmd.AddCommand(restore.NewCommand())
 	os.Exit(cli.Run(cmd))
 }

@@ -3,8 +3,6 @@ package backup
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,43 +11,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/muster-dev/muster/pkg/cmd/internal/etcdtest"
 )
-
-// startEtcd runs a real single-member etcd on loopback for one test.
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "backup-test"
-	cfg.Dir = t.TempDir()
-	client, peer := freeURL(t), freeURL(t)
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.LogLevel = "error"
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("starting etcd: %v", err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(time.Minute):
-		t.Fatal("etcd was not ready within a minute")
-	}
-	return client.String()
-}
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
-}
 
 // TestRunSavesRestorableSnapshotsAndKeepsTheNewest takes three snapshots
 // with --keep=2 from a real etcd and checks that the two newest stay, the
@@ -57,7 +22,7 @@ func freeURL(t *testing.T) url.URL {
 // key written before it.
 func TestRunSavesRestorableSnapshotsAndKeepsTheNewest(t *testing.T) {
 	ctx := context.Background()
-	server := startEtcd(t)
+	server, _ := etcdtest.Start(t, etcdtest.NewMember(t, "backup-test"), t.TempDir())
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{server}, DialTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("creating etcd client: %v", err)
@@ -75,7 +40,7 @@ func TestRunSavesRestorableSnapshotsAndKeepsTheNewest(t *testing.T) {
 		}
 		o := DefaultOptions()
 		// The first URL answers nothing: the next member is tried.
-		o.Servers = []string{"http://" + freeURL(t).Host, server}
+		o.Servers = []string{"http://" + etcdtest.FreeURL(t).Host, server}
 		o.Dir, o.Keep, o.DialTimeout, o.Timeout = dir, 2, time.Second, time.Minute
 		r, err := Run(ctx, o, start.Add(time.Duration(i)*time.Hour))
 		if err != nil {
@@ -126,7 +91,7 @@ func TestRunWithNoMemberWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := DefaultOptions()
-	o.Servers, o.Dir, o.Keep, o.DialTimeout = []string{"http://" + freeURL(t).Host}, dir, 1, time.Second
+	o.Servers, o.Dir, o.Keep, o.DialTimeout = []string{"http://" + etcdtest.FreeURL(t).Host}, dir, 1, time.Second
 	if _, err := Run(context.Background(), o, time.Now()); err == nil || !strings.Contains(err.Error(), "no etcd member gave a snapshot") {
 		t.Fatalf("Run with no etcd: err = %v, want no etcd member gave a snapshot", err)
 	}
