@@ -152,6 +152,8 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 		{"the image", `{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}`, "spec.containers"},
 		{"another finalizer", `{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `","example.com/other"]}}`, "metadata.finalizers"},
 		{"a node selector", `{"spec":{"nodeSelector":{"zone":"a"}}}`, "spec.nodeSelector"},
+		// Only in the write that takes its finalizer off (allowed below).
+		{"the counted label alone", `{"metadata":{"labels":{"` + scheduling.CountedLabel + `":"Succeeded.x"}}}`, "metadata.labels"},
 	}
 	for i, tt := range denied {
 		t.Run("denied "+tt.name, func(t *testing.T) {
@@ -180,6 +182,8 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 			`{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":` +
 			`{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-0"]}]}]}}}}]`},
 		{"removing its finalizer", `[{"op":"replace","path":"/metadata/finalizers","value":[]}]`},
+		{"removing its finalizer and labelling the pod counted", `[{"op":"replace","path":"/metadata/finalizers","value":[]},` +
+			`{"op":"add","path":"/metadata/labels/scheduling.muster.dev~1counted","value":"Succeeded.x"}]`},
 	}
 	for _, tt := range allowed {
 		t.Run("allowed "+tt.name, func(t *testing.T) {
