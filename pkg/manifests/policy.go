@@ -32,7 +32,8 @@ const (
 // PodGroup, the group and managed labels are immutable, and Muster's
 // annotations are well formed when they change. Beyond the webhook, it lets
 // no one but Muster's controller put the tracking finalizer back on an
-// existing pod, and the controller only on a pod that has not ended. Values that did not change
+// existing pod, and the controller only on a pod that has not ended, and
+// lets no one but the controller set scheduling.muster.dev/counted. Values that did not change
 // are not checked again, so a pod stored before the rules existed stays
 // updatable. It also bounds what an update may add to the pod's inputs to
 // Muster's cache (updateBounds). Only the role label and annotations, which
@@ -52,6 +53,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "oldTemplate", Expression: celKeyOpt("oldObject", annotations, scheduling.TemplateAnnotation)},
 		{Name: "workloadRefChanged", Expression: "variables.newWorkload != variables.oldWorkload || variables.newTemplate != variables.oldTemplate"},
 		{Name: "finalizerAdded", Expression: fmt.Sprintf("oldObject != null && !(%s) && %s", celHasFinalizer("oldObject"), celHasFinalizer("object"))},
+		{Name: "countedChanged", Expression: celKeyOpt("object", labels, scheduling.CountedLabel) + " != " + celKeyOpt("oldObject", labels, scheduling.CountedLabel)},
 	}
 	validations := []admissionregistrationv1.Validation{
 		{
@@ -103,6 +105,14 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		},
 	}
+	// The controller counts a pod's end, labelled so, again after a
+	// restore of its etcd (pkg/controller/podgroup/restored.go): no one
+	// else may set, change or remove that label.
+	validations = append(validations, admissionregistrationv1.Validation{
+		Expression: "!variables.countedChanged || " + celIsMuster(),
+		Message:    fmt.Sprintf("%s[%s]: Forbidden: only %s sets it, when it counts the pod's end", labels, scheduling.CountedLabel, musterWho),
+		Reason:     ptr.To(metav1.StatusReasonForbidden),
+	})
 	validations = append(validations, updateBounds()...) // policy_updatebounds.go
 	p := podUpdatePolicy(LabelsPolicyName, vars, validations)
 	// Creates too, in place of a webhook call for every new labelled pod.

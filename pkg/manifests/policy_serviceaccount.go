@@ -82,7 +82,8 @@ func celHasFinalizer(root string) string {
 // WritesPolicy returns the policy that lets Muster's controller change a pod
 // only as the controller does, and only a pod it manages:
 //   - remove the tracking finalizer, from any pod (the controller takes it
-//     off ended or deleted pods wherever they live);
+//     off ended or deleted pods wherever they live), and in that write set
+//     scheduling.muster.dev/counted once on a pod with the group label;
 //   - add it back (adoption, pkg/controller/podgroup/adopt.go) only to a
 //     pod with the group label that has not ended;
 //   - remove the admission gate, only from a pod with the group label;
@@ -147,8 +148,21 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	newPinTerm := fmt.Sprintf("variables.oldTerms.size() == 0 && %s.all(l, l.size() == 0) && %s.all(l, l.size() == 0)", exprs("newTerms"), unpinned("newTerms"))
 	affinity := "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
+	// Every label but scheduling.muster.dev/counted stays as it was.
+	counted := celString(scheduling.CountedLabel)
+	othersKept := fmt.Sprintf("(!has(object.metadata.labels) || object.metadata.labels.all(k, k == %[1]s || "+
+		"(has(oldObject.metadata.labels) && k in oldObject.metadata.labels && oldObject.metadata.labels[k] == object.metadata.labels[k]))) && "+
+		"(!has(oldObject.metadata.labels) || oldObject.metadata.labels.all(k, k == %[1]s || (has(object.metadata.labels) && k in object.metadata.labels)))", counted)
+	countedKept := celKeyOpt("object", "metadata.labels", scheduling.CountedLabel) + " == " + celKeyOpt("oldObject", "metadata.labels", scheduling.CountedLabel)
+	// That one is set once, on a pod of a group, in the write that takes
+	// the finalizer off a counted pod (pkg/controller/podgroup/patch.go).
+	countedSet := fmt.Sprintf("variables.managed && %s.size() == 0 && %s && !(%s)",
+		celKeyOpt("oldObject", "metadata.labels", scheduling.CountedLabel), celHasFinalizer("oldObject"), celHasFinalizer("object"))
+
 	validations := []admissionregistrationv1.Validation{
-		unchanged("metadata.labels"),
+		deny(othersKept, "metadata.labels", fmt.Sprintf("it may not change a label but %s", scheduling.CountedLabel)),
+		deny(fmt.Sprintf("(%s) || (%s)", countedKept, countedSet), "metadata.labels",
+			fmt.Sprintf("it may set %s only once, on a pod with the label %s, in the write that removes its finalizer", scheduling.CountedLabel, scheduling.PodGroupLabel)),
 		unchanged("metadata.annotations"),
 		unchanged("metadata.ownerReferences"),
 		deny(finalizers("object")+" == "+finalizers("oldObject"), "metadata.finalizers", "it may not change another finalizer"),
@@ -196,10 +210,10 @@ func confinedWrite(expr, fieldPath, rule string) admissionregistrationv1.Validat
 // confinedRule is a denial of Muster's write, without the field: what
 // Muster may do at all, then rule.
 func confinedRule(rule string) string {
-	return fmt.Sprintf("Forbidden: %s may only remove its finalizer %s, add it to a pod with the label %s that has not ended, "+
+	return fmt.Sprintf("Forbidden: %s may only remove its finalizer %s (labelling a counted pod %s), add it to a pod with the label %s that has not ended, "+
 		"remove its scheduling gate %s from such a pod and pin it to a node, and preempt a pod: add the condition %s "+
 		"(status True, reason %s) through pods/status, then delete the pod, and create and delete capacity-request pods (label %s); %s",
-		musterWho, scheduling.TrackingFinalizer, scheduling.PodGroupLabel, scheduling.AdmissionGate,
+		musterWho, scheduling.TrackingFinalizer, scheduling.CountedLabel, scheduling.PodGroupLabel, scheduling.AdmissionGate,
 		corev1.DisruptionTarget, scheduling.ReasonPreemptionByMuster, scheduling.CapacityRequestLabel, rule)
 }
 

@@ -152,6 +152,8 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 		{"the image", `{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}`, "spec.containers"},
 		{"another finalizer", `{"metadata":{"finalizers":["` + scheduling.TrackingFinalizer + `","example.com/other"]}}`, "metadata.finalizers"},
 		{"a node selector", `{"spec":{"nodeSelector":{"zone":"a"}}}`, "spec.nodeSelector"},
+		// Only in the write that takes its finalizer off (allowed below).
+		{"the counted label alone", `{"metadata":{"labels":{"` + scheduling.CountedLabel + `":"Succeeded.x"}}}`, "metadata.labels"},
 	}
 	for i, tt := range denied {
 		t.Run("denied "+tt.name, func(t *testing.T) {
@@ -180,6 +182,8 @@ func TestPolicyMusterWritesConfined(t *testing.T) {
 			`{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":` +
 			`{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-0"]}]}]}}}}]`},
 		{"removing its finalizer", `[{"op":"replace","path":"/metadata/finalizers","value":[]}]`},
+		{"removing its finalizer and labelling the pod counted", `[{"op":"replace","path":"/metadata/finalizers","value":[]},` +
+			`{"op":"add","path":"/metadata/labels/scheduling.muster.dev~1counted","value":"Succeeded.x"}]`},
 	}
 	for _, tt := range allowed {
 		t.Run("allowed "+tt.name, func(t *testing.T) {
@@ -469,6 +473,36 @@ func TestPolicyExpressionsTypeCheck(t *testing.T) {
 				}
 			}
 			return true, nil
+		})
+	}
+}
+
+// TestPolicyCountedLabelIsMusters: no one but Muster's controller may set
+// scheduling.muster.dev/counted, at a pod's creation or later: it tells
+// the controller which ends it counted, and recounts them after a restore
+// of its etcd (docs/etcd.md).
+func TestPolicyCountedLabelIsMusters(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	pod := createPod(t, ctx, newPod(ns, "p", podOpts{group: "g"}))
+	field := "metadata.labels[" + scheduling.CountedLabel + "]: Forbidden"
+	forged := newPod(ns, "forged", podOpts{group: "g", labels: map[string]string{scheduling.CountedLabel: "Succeeded.x"}})
+	for name, write := range map[string]func(ctx context.Context, dryRun []string) error{
+		"at creation": func(ctx context.Context, dryRun []string) error {
+			_, err := kube.CoreV1().Pods(ns).Create(ctx, forged, metav1.CreateOptions{DryRun: dryRun})
+			return err
+		},
+		"on an existing pod": func(ctx context.Context, dryRun []string) error {
+			patch := []byte(`{"metadata":{"labels":{"` + scheduling.CountedLabel + `":"Succeeded.x"}}}`)
+			_, err := kube.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{DryRun: dryRun})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := waitPolicyDenies(t, ctx, manifests.LabelsPolicyName, write)
+			if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), field) {
+				t.Fatalf("setting %s %s: got %v, want Forbidden by %s naming %s", scheduling.CountedLabel, name, err, manifests.LabelsPolicyName, field)
+			}
 		})
 	}
 }

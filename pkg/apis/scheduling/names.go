@@ -10,6 +10,13 @@ const (
 	// ManagedLabel marks pods that Muster's webhook has prepared for gang
 	// admission. It is for users and tools; the controller does not read it.
 	ManagedLabel = "scheduling.muster.dev/managed"
+	// CountedLabel is put on a pod by the controller, in the patch that
+	// takes its tracking finalizer off once its end is counted:
+	// "<Succeeded|Failed>.<PodGroup UID>" (CountedValue). It lets the
+	// controller see that a group's status lost counts it had written, as
+	// a restore of Muster's etcd from an older snapshot does
+	// (docs/etcd.md).
+	CountedLabel = "scheduling.muster.dev/counted"
 	// AdmissionGate is the pod scheduling gate that holds a pod until its gang is admitted.
 	AdmissionGate = "scheduling.muster.dev/admission"
 	// TrackingFinalizer keeps a finished pod around until the controller has counted it.

@@ -63,6 +63,23 @@ const (
 	// owns its pods runs, or for the controller's --release-grace) before it
 	// fails.
 	ReasonWaitingForReplacement = "WaitingForReplacement"
+	// ReasonCountsIncomplete: no pod of the group is active and too few are
+	// known to have succeeded, but its counts were recovered
+	// (CountsRecovered): pods counted and deleted since cannot be counted
+	// again, so the group is not judged.
+	ReasonCountsIncomplete = "CountsIncomplete"
+)
+
+// Reasons of the CountsRecovered condition, and of the Admitted condition
+// it restores.
+const (
+	// ReasonCountedPodsMissing: pods the controller had counted for this
+	// group (CountedLabel) were missing from its counts.
+	ReasonCountedPodsMissing = "CountedPodsMissing"
+	// ReasonAdmittedBeforeRestore: the group was not admitted in its
+	// status, but pods the controller counted for it show that it had
+	// been; admission is never undone, so it is admitted again.
+	ReasonAdmittedBeforeRestore = "AdmittedBeforeRestore"
 )
 
 // Reasons of the Stalled condition.

@@ -176,6 +176,14 @@ const (
 	// of higher priority: its released pods are evicted and it waits whole
 	// again. It goes False once the group is admitted again.
 	ConditionPreempted = "Preempted"
+	// ConditionCountsRecovered is True once the controller found pods it
+	// had counted for this group that the group's status did not count, as
+	// after a restore of Muster's etcd from an older snapshot: the counts
+	// were raised to the counted pods that still exist, and its message
+	// says by how many. Pods counted and deleted since cannot be counted
+	// again, so the counts are a lower bound and the group is never
+	// judged Failed for being short. It stays True.
+	ConditionCountsRecovered = "CountsRecovered"
 )
 
 // Reasons of the Finished condition.

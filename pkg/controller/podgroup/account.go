@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,12 +66,20 @@ func (c *Controller) recordFinished(key scheduling.GroupKey, pg *v1alpha1.PodGro
 // UIDs whose finalizer is now gone.
 func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup, v *podView) (sets.Set[types.UID], error) {
 	var targets []*corev1.Pod
+	// results are the counted ones among targets, with what they count
+	// as: their patch labels them so (recoverCounts).
+	results := map[types.UID]corev1.PodPhase{}
 	if u := pg.Status.UncountedTerminatedPods; u != nil {
-		for _, uid := range append(slices.Clone(u.Succeeded), u.Failed...) {
-			if p, ok := v.withFinalizer[uid]; ok {
-				targets = append(targets, p)
+		for result, uids := range map[corev1.PodPhase][]types.UID{corev1.PodSucceeded: u.Succeeded, corev1.PodFailed: u.Failed} {
+			for _, uid := range uids {
+				if p, ok := v.withFinalizer[uid]; ok {
+					targets = append(targets, p)
+					results[uid] = result
+				}
 			}
 		}
+		// A stable order keeps retries identical.
+		slices.SortFunc(targets, func(a, b *corev1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	}
 	// A recorded pod whose finalizer is off is counted (now, or by the next
 	// write of step 11): its UID is remembered while it exists, so that a
@@ -99,7 +108,9 @@ func (c *Controller) removeFinalizers(ctx context.Context, pg *v1alpha1.PodGroup
 	if len(targets) == 0 {
 		return gone, nil
 	}
-	done, errs := c.patchPods(ctx, targets, removeFinalizerPatch, true)
+	done, errs := c.patchPods(ctx, targets, func(p *corev1.Pod) ([]byte, bool) {
+		return removeCountedFinalizerPatch(p, pg.UID, results[p.UID])
+	}, true)
 	c.memory.expect(key, finalizersRemoved, done...)
 	gone.Insert(done...)
 	if len(errs) > 0 {

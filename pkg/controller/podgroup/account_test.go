@@ -47,8 +47,8 @@ func TestSyncAccount(t *testing.T) {
 			wantUncounted(t, writes[1], nil, nil)
 			wantCounts(t, writes[1], 1, 1)
 			patches := h.podPatches()
-			for _, n := range []string{"ok", "bad"} {
-				if want := []string{finalizerPatch(newPod(n), 0)}; !slices.Equal(patches[n], want) {
+			for n, result := range map[string]corev1.PodPhase{"ok": corev1.PodSucceeded, "bad": corev1.PodFailed} {
+				if want := []string{countedFinalizerPatch(newPod(n), 0, result, h.group().UID)}; !slices.Equal(patches[n], want) {
 					t.Errorf("patches of %s:\n got %s\nwant %s", n, patches[n], want)
 				}
 				if scheduling.HasTrackingFinalizer(h.pod(n)) {

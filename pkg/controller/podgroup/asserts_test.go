@@ -3,6 +3,7 @@ package podgroup
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,13 @@ func finalizerPatch(p *corev1.Pod, index int) string {
 	return fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},`+
 		`{"op":"test","path":"/metadata/finalizers/%d","value":%q},`+
 		`{"op":"remove","path":"/metadata/finalizers/%d"}]`, p.UID, index, scheduling.TrackingFinalizer, index)
+}
+
+// countedFinalizerPatch is finalizerPatch of a pod counted with result in
+// the group of UID group, which also labels the pod so.
+func countedFinalizerPatch(p *corev1.Pod, index int, result corev1.PodPhase, group types.UID) string {
+	return strings.TrimSuffix(finalizerPatch(p, index), "]") +
+		fmt.Sprintf(`,{"op":"add","path":"/metadata/labels/scheduling.muster.dev~1counted","value":"%s.%s"}]`, result, group)
 }
 
 func gateNames(p *corev1.Pod) []string {

@@ -31,7 +31,8 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Po
 	}
 	if v.active > 0 || !c.accountingDone(pg, v, removed) {
 		// A replacement appeared, or counts are still moving: not waiting any more.
-		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); c != nil && c.Reason == scheduling.ReasonWaitingForReplacement {
+		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionFinished); c != nil &&
+			(c.Reason == scheduling.ReasonWaitingForReplacement || c.Reason == scheduling.ReasonCountsIncomplete) {
 			meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionFinished)
 		}
 		return 0
@@ -39,6 +40,14 @@ func (c *Controller) finish(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Po
 	need := minCount(pg)
 	if pg.Status.Succeeded >= need {
 		c.complete(pg, v, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d pods succeeded (%d needed), %d failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
+		return 0
+	}
+	if countsRecovered(pg) {
+		// The counts are a lower bound since they were recovered: pods
+		// counted and deleted before may have succeeded. Not judged.
+		setCondition(pg, v1alpha1.ConditionFinished, metav1.ConditionFalse, scheduling.ReasonCountsIncomplete,
+			fmt.Sprintf("no active pods and %d of %d needed pods are known to have succeeded, %d failed; the counts were recovered "+
+				"(see CountsRecovered) and may be short, so the group is not judged Failed", pg.Status.Succeeded, need, pg.Status.Failed), now)
 		return 0
 	}
 	if job := c.runningJob(pg, pods); job != "" {

@@ -58,9 +58,22 @@ func adoptOps(p *corev1.Pod) []jsonpatch.Op {
 
 // removeFinalizerPatch removes the tracking finalizer, guarded the same way.
 func removeFinalizerPatch(p *corev1.Pod) ([]byte, bool) {
+	return removeCountedFinalizerPatch(p, "", "")
+}
+
+// removeCountedFinalizerPatch removes the tracking finalizer of a pod
+// counted with result (Succeeded or Failed) in the group of UID group,
+// and labels it so in the same patch (scheduling.CountedLabel, read by
+// recoverCounts), which costs no request of its own. A result of "" is a
+// pod that is not counted: only the finalizer goes. The pod's labels are
+// never empty: it carries the group label.
+func removeCountedFinalizerPatch(p *corev1.Pod, group types.UID, result corev1.PodPhase) ([]byte, bool) {
 	ops, ok := jsonpatch.RemoveFinalizer(p.UID, p.Finalizers, scheduling.TrackingFinalizer)
 	if !ok {
 		return nil, false
+	}
+	if result != "" {
+		ops = append(ops, jsonpatch.SetKey("/metadata/labels", p.Labels, scheduling.CountedLabel, scheduling.CountedValue(result, group)))
 	}
 	return jsonpatch.Marshal(ops), true
 }

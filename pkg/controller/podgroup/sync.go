@@ -82,6 +82,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	c.checkRoles(next, pods, now) // step 4b, roles.go
 	prunePlacements(next, view)
 	c.refuseRecounts(key, next, view)                                 // step 5a, recount.go
+	recoverCounts(next, pods, now)                                    // step 5b, restored.go
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now)  // step 5
 	admitted := c.admit(next, view, pods, now)                        // step 6
 	if why := completePartialPreemption(next, view, now); why != "" { // step 6b, partialpreemption.go

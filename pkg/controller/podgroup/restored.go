@@ -1,0 +1,78 @@
+package podgroup
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+)
+
+// recoverCounts is step 5b: it finds counts the group's status lost.
+//
+// Step 10 labels each pod whose end it counted (scheduling.CountedLabel,
+// with the result and the group's UID) in the patch that takes its
+// finalizer off, and step 11 moves it into the counters in the write that
+// follows. So every counted pod that still exists is in status: in
+// uncountedTerminatedPods, or in succeeded or failed. When more such pods
+// exist than status holds, status is older than Muster's own writes, as
+// after Muster's etcd was restored from a snapshot taken before those
+// pods ended (docs/etcd.md). The counters are then raised to the counted
+// pods that exist, and CountsRecovered=True says by how many. Pods that
+// were counted and deleted since the snapshot cannot be counted again:
+// the counts are a lower bound from then on, and step 12 never judges
+// the group Failed for being short (finish).
+//
+// Counted pods also show that this group was admitted: a group whose
+// status says otherwise is admitted again (reason AdmittedBeforeRestore),
+// as admission is never undone, so that step 12 can finish it.
+func recoverCounts(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) {
+	var succeeded, failed int32
+	for _, p := range pods {
+		if scheduling.HasTrackingFinalizer(p) {
+			// Still tracked: its count goes through uncountedTerminatedPods.
+			continue
+		}
+		switch result, ok := scheduling.CountedIn(p, pg.UID); {
+		case !ok:
+		case result == corev1.PodSucceeded:
+			succeeded++
+		default:
+			failed++
+		}
+	}
+	knownSucceeded, knownFailed := pg.Status.Succeeded, pg.Status.Failed
+	if u := pg.Status.UncountedTerminatedPods; u != nil {
+		knownSucceeded += int32(len(u.Succeeded))
+		knownFailed += int32(len(u.Failed))
+	}
+	missingSucceeded, missingFailed := max(0, succeeded-knownSucceeded), max(0, failed-knownFailed)
+	if missingSucceeded == 0 && missingFailed == 0 {
+		return
+	}
+	pg.Status.Succeeded += missingSucceeded
+	pg.Status.Failed += missingFailed
+	setCondition(pg, v1alpha1.ConditionCountsRecovered, metav1.ConditionTrue, scheduling.ReasonCountedPodsMissing, fmt.Sprintf(
+		"%d succeeded and %d failed pods that Muster had counted for this group were missing from its status, which is older "+
+			"than Muster's writes (was Muster's etcd restored from a snapshot?); the counts now include them (%d succeeded, %d failed). "+
+			"Pods counted and deleted since cannot be counted again, so the counts may be short",
+		missingSucceeded, missingFailed, pg.Status.Succeeded, pg.Status.Failed), now)
+	if !isAdmitted(pg) && len(pg.Spec.SchedulingGates) == 0 {
+		setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonAdmittedBeforeRestore,
+			"pods Muster counted for this group ran, so it had been admitted before its status was restored", now)
+		if pg.Status.AdmissionTime == nil {
+			t := metav1.NewTime(now)
+			pg.Status.AdmissionTime = &t
+		}
+	}
+}
+
+// countsRecovered says whether recoverCounts ever raised the group's
+// counters: they are a lower bound.
+func countsRecovered(pg *v1alpha1.PodGroup) bool {
+	return meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCountsRecovered)
+}
