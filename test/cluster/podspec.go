@@ -35,6 +35,9 @@ type podProcess struct {
 	inCluster []string
 	// generation is the Deployment's, to tell a new template from an old.
 	generation int64
+	// preStop is the container's preStop sleep: how long an old process
+	// keeps serving once a rolling update has replaced its endpoint.
+	preStop time.Duration
 }
 
 // portFlags are the flags of the listening ports, which the harness sets
@@ -51,33 +54,12 @@ func (c *Cluster) readMusterPod(ctx context.Context) (*podProcess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the chart's Deployment: %w", err)
 	}
-	spec := d.Spec.Template.Spec
-	if len(spec.Containers) != 1 {
-		return nil, fmt.Errorf("the chart's Deployment has %d containers, the harness runs one", len(spec.Containers))
-	}
-	container := spec.Containers[0]
 	root := filepath.Join(c.WorkDir, "muster-pod", strconv.FormatInt(d.Generation, 10))
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", root, err)
-	}
-	mounts, err := c.materialiseMounts(ctx, root, spec.Volumes, container.VolumeMounts)
+	pp, kubeconfig, err := c.podProcessFor(ctx, d.Spec.Template.Spec, root)
 	if err != nil {
 		return nil, err
 	}
-	pp := &podProcess{generation: d.Generation}
-	for _, arg := range container.Args {
-		if isPortFlag(arg) {
-			continue
-		}
-		pp.args = append(pp.args, rewriteMountPath(arg, mounts))
-	}
-	if pp.env, err = resolveEnv(container); err != nil {
-		return nil, err
-	}
-	kubeconfig, err := c.podTokenKubeconfig(ctx, root, spec.ServiceAccountName)
-	if err != nil {
-		return nil, err
-	}
+	pp.generation = d.Generation
 	pp.inCluster = []string{
 		// A pod binds every address of its own network namespace; the
 		// processes share the host's, and the harness's servers listen on
@@ -88,6 +70,41 @@ func (c *Cluster) readMusterPod(ctx context.Context) (*podProcess, error) {
 		"--authorization-kubeconfig=" + kubeconfig,
 	}
 	return pp, nil
+}
+
+// podProcessFor turns a pod spec of one container into a podProcess whose
+// files live under root, and returns the kubeconfig of its service
+// account's token.
+func (c *Cluster) podProcessFor(ctx context.Context, spec corev1.PodSpec, root string) (*podProcess, string, error) {
+	if len(spec.Containers) != 1 {
+		return nil, "", fmt.Errorf("the pod has %d containers, the harness runs one", len(spec.Containers))
+	}
+	container := spec.Containers[0]
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, "", fmt.Errorf("creating %s: %w", root, err)
+	}
+	mounts, err := c.materialiseMounts(ctx, root, spec.Volumes, container.VolumeMounts)
+	if err != nil {
+		return nil, "", err
+	}
+	pp := &podProcess{}
+	if l := container.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.Sleep != nil {
+		pp.preStop = time.Duration(l.PreStop.Sleep.Seconds) * time.Second
+	}
+	for _, arg := range container.Args {
+		if isPortFlag(arg) {
+			continue
+		}
+		pp.args = append(pp.args, rewriteMountPath(arg, mounts))
+	}
+	if pp.env, err = resolveEnv(container); err != nil {
+		return nil, "", err
+	}
+	kubeconfig, err := c.podTokenKubeconfig(ctx, root, spec.ServiceAccountName)
+	if err != nil {
+		return nil, "", err
+	}
+	return pp, kubeconfig, nil
 }
 
 // rewriteMountPath moves a flag's value that is a path under a mount
