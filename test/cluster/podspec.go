@@ -180,6 +180,11 @@ func (c *Cluster) materialiseMounts(ctx context.Context, root string, volumes []
 			}
 			items = v.ConfigMap.Items
 		case v.EmptyDir != nil:
+		case v.Projected != nil && isServiceAccountVolume(v.Projected):
+			// The token the ServiceAccount admission plugin mounts into a
+			// pod (a Job's pod has it; a Deployment's template does not):
+			// the process reads the TokenRequest token through its
+			// kubeconfig instead (podTokenKubeconfig).
 		default:
 			return nil, fmt.Errorf("volume %s: the harness materialises Secrets, ConfigMaps and emptyDirs only", v.Name)
 		}
@@ -189,6 +194,18 @@ func (c *Cluster) materialiseMounts(ctx context.Context, root string, volumes []
 		local[m.MountPath] = dir
 	}
 	return local, nil
+}
+
+// isServiceAccountVolume reports whether a projected volume is the
+// service account token's, kube-api-access-*: a token, the cluster CA and
+// the namespace.
+func isServiceAccountVolume(p *corev1.ProjectedVolumeSource) bool {
+	for _, src := range p.Sources {
+		if src.ServiceAccountToken != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // writeVolume writes a Secret's or ConfigMap's keys (or just items) as
