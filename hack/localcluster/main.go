@@ -58,7 +58,8 @@ func run() error {
 	flag.BoolVar(&opts.Karpenter, "autoscaler", false, "run Karpenter (sigs.k8s.io/karpenter) with its kwok cloud provider, and a KWOKNodeClass and NodePool named "+autoscalerPool+" over its instance types, so that pods that fit no node get one")
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable)")
-	flag.Var(&manifests, "muster-manifest", "YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
+	flag.Var(&manifests, "muster-manifest", "with --muster-by-hand, YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
+	flag.BoolVar(&opts.MusterByHand, "muster-by-hand", false, "wire Muster by hand (the harness's RBAC, APIService, webhooks and certificates) instead of helm install of "+cluster.ChartDir)
 	flag.Parse()
 	if !flagSet("muster-binary") {
 		opts.MusterBinary = cluster.DefaultMusterBinary(opts.BinDir)
@@ -166,6 +167,10 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	kubectl := filepath.Join(opts.BinDir, cluster.KubectlBinary)
 	fmt.Printf("\nlocal cluster is up after %s: kube-apiserver %s (Kubernetes v%s), %d kwok nodes\n", took.Round(time.Second), c.APIServerURL, c.KubeVersion, opts.Nodes)
 	if c.MusterURL != "" {
+		if cmd := c.HelmInstallCommand(); cmd != "" {
+			fmt.Printf("Muster installed with:\n  %s\n", cmd)
+			fmt.Printf("kwok nodes run no containers: the chart's pods stay Pending, and the harness runs muster-apiserver with their args, Secrets and service account token; its Service is an ExternalName for localhost (test/cluster/doc.go)\n")
+		}
 		fmt.Printf("muster-apiserver %s, registered as APIService %s; its pod webhook at %s, called with a client certificate\n",
 			c.MusterURL, cluster.MusterAPIServiceName, c.MusterWebhookURL)
 	}

@@ -29,8 +29,10 @@ func writes(a apiCalls) float64 {
 // scrapeCalls reads the controller's request counters from Muster's
 // /metrics, as the cluster admin.
 func (d *driver) scrapeCalls(ctx context.Context) (apiCalls, error) {
-	cfg := rest.CopyConfig(d.c.Config)
-	cfg.Host = d.c.MusterURL
+	cfg, err := d.c.MusterConfig(d.c.MusterURL)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -56,7 +57,8 @@ func (c *Cluster) writeAdmissionConfig() (string, error) {
 
 // WebhookClientTLS is the TLS configuration kube-apiserver uses to call
 // Muster's webhook listener: the client certificate it trusts, and the CA
-// that verifies its serving certificate.
+// that verifies its serving certificate (Muster's own, for the Service's
+// name, unless the harness issued it).
 func (c *Cluster) WebhookClientTLS() (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(c.pki.WebhookClientCert, c.pki.WebhookClientKey)
 	if err != nil {
@@ -66,5 +68,10 @@ func (c *Cluster) WebhookClientTLS() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
+	if c.musterOwnCerts() {
+		if roots, err = c.musterTrust(context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: c.musterServerName(), MinVersion: tls.VersionTLS12}, nil
 }

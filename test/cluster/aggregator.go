@@ -37,6 +37,9 @@ const MusterAPIServiceName = MusterVersion + "." + MusterGroup
 // and verifies Muster's certificate for muster-apiserver.muster-system.svc
 // against caBundle.
 func (c *Cluster) registerMuster(ctx context.Context) error {
+	if !c.opts.MusterByHand {
+		return c.registerChartMuster(ctx)
+	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: MusterService, Namespace: MusterNamespace},
 		Spec: corev1.ServiceSpec{

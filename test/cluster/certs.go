@@ -59,6 +59,12 @@ type pkiFiles struct {
 	// cluster is served by the webhook.
 	WebhookClientCACert                 string
 	WebhookClientCert, WebhookClientKey string
+	// MusterEtcdCACert signs Muster's etcd's serving certificate and the
+	// client certificate Muster presents to it, alone: a CA for etcd
+	// alone, as the chart's bundled etcd has.
+	MusterEtcdCACert                        string
+	MusterEtcdServerCert, MusterEtcdServKey string
+	MusterEtcdClientCert, MusterEtcdClntKey string
 }
 
 // authority is a CA that can sign leaf certificates.
@@ -97,6 +103,9 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		MusterClientCert: p("muster-client.crt"), MusterClientKey: p("muster-client.key"),
 		WebhookClientCACert: p("webhook-client-ca.crt"),
 		WebhookClientCert:   p("webhook-client.crt"), WebhookClientKey: p("webhook-client.key"),
+		MusterEtcdCACert:     p("muster-etcd-ca.crt"),
+		MusterEtcdServerCert: p("muster-etcd-server.crt"), MusterEtcdServKey: p("muster-etcd-server.key"),
+		MusterEtcdClientCert: p("muster-etcd-client.crt"), MusterEtcdClntKey: p("muster-etcd-client.key"),
 	}
 
 	ca, err := newAuthority("muster-local-ca", files.CACert, files.CAKey)
@@ -109,6 +118,11 @@ func generatePKI(dir string) (*pkiFiles, error) {
 	}
 
 	webhookClientCA, err := newAuthority("muster-local-webhook-client-ca", files.WebhookClientCACert, "")
+	if err != nil {
+		return nil, err
+	}
+
+	etcdCA, err := newAuthority("muster-local-etcd-ca", files.MusterEtcdCACert, "")
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +160,10 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		// kube-apiserver presents it to Muster's webhook (admission.go).
 		{webhookClientCA, leaf{commonName: WebhookClientName, usages: client},
 			files.WebhookClientCert, files.WebhookClientKey},
+		{etcdCA, leaf{commonName: "muster-etcd", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, ips: loopbackIPs, dnsNames: []string{"localhost"}},
+			files.MusterEtcdServerCert, files.MusterEtcdServKey},
+		{etcdCA, leaf{commonName: "muster-apiserver", usages: client},
+			files.MusterEtcdClientCert, files.MusterEtcdClntKey},
 	}
 	for _, is := range issues {
 		if err := is.ca.issue(is.spec, is.cert, is.key); err != nil {

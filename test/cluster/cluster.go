@@ -56,6 +56,11 @@ type Cluster struct {
 	webhookValidatesUpdates bool
 	musterKubeconfig        string
 	muster                  *process
+	// musterPod is the chart's pod template, as the harness runs it; nil
+	// with Options.MusterByHand.
+	musterPod *podProcess
+	// helmCommand is the helm install command line the harness ran.
+	helmCommand string
 
 	mu         sync.Mutex
 	procs      []*process
@@ -123,7 +128,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.opts.ProvisioningRequestCRD {
 		steps = append(steps, step{"provisioningrequest crd", c.installProvisioningRequestCRD})
 	}
-	if c.opts.MusterBinary != "" && c.opts.MusterEtcd {
+	if c.opts.MusterBinary != "" && (c.opts.MusterEtcd || !c.opts.MusterByHand) {
 		steps = append(steps, step{"muster-etcd", c.startMusterEtcd})
 	}
 	if c.opts.MusterBinary != "" {

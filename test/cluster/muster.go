@@ -26,6 +26,9 @@ const musterReadRole = "muster-apiserver:harness-read"
 // Options.MusterManifests and runs the muster-apiserver binary against the
 // shared etcd under /muster.
 func (c *Cluster) startMuster(ctx context.Context) error {
+	if !c.opts.MusterByHand {
+		return c.startMusterFromChart(ctx)
+	}
 	if err := c.createMusterNamespace(ctx); err != nil {
 		return err
 	}
@@ -86,6 +89,9 @@ func (c *Cluster) musterRunner(name string) func(ports []int) (*process, error) 
 // API's, then the webhook's, which serves only kube-apiserver's client
 // certificate.
 func (c *Cluster) runMuster(name string, ports []int) (*process, error) {
+	if pod := c.currentMusterPod(); pod != nil {
+		return startProcessEnv(name, c.opts.MusterBinary, pod.command(ports), pod.env, c.logDir())
+	}
 	args := []string{
 		"--secure-port=" + strconv.Itoa(ports[0]),
 		"--webhook-port=" + strconv.Itoa(ports[1]),
@@ -117,7 +123,7 @@ func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) erro
 			return err
 		}
 		for _, port := range ports {
-			if err := c.httpsOKTrusting(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), pool); err != nil {
+			if err := c.httpsOKTrusting(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), pool, c.musterServerName()); err != nil {
 				return err
 			}
 		}

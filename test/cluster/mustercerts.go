@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/muster-dev/muster/pkg/certs"
 )
@@ -45,7 +46,7 @@ func (c *Cluster) musterCertArgs() []string {
 // musterCABundle is the caBundle the harness registers Muster with: its
 // own CA, or none with Options.MusterInternalCerts, where Muster writes it.
 func (c *Cluster) musterCABundle() ([]byte, error) {
-	if c.opts.MusterInternalCerts {
+	if c.musterOwnCerts() {
 		return nil, nil
 	}
 	caBundle, err := os.ReadFile(c.pki.CACert)
@@ -58,7 +59,7 @@ func (c *Cluster) musterCABundle() ([]byte, error) {
 // musterTrust is the pool the harness verifies Muster's listeners with:
 // the harness's CA, or the bundle Muster keeps in its Secret.
 func (c *Cluster) musterTrust(ctx context.Context) (*x509.CertPool, error) {
-	if !c.opts.MusterInternalCerts {
+	if !c.musterOwnCerts() {
 		return c.caPool()
 	}
 	bundle, err := c.MusterCertBundle(ctx)
@@ -70,6 +71,23 @@ func (c *Cluster) musterTrust(ctx context.Context) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("Secret %s/%s holds no CA bundle yet", MusterNamespace, MusterCertSecret)
 	}
 	return pool, nil
+}
+
+// musterOwnCerts reports whether Muster manages its own certificates: as
+// the chart installs it, or by hand with Options.MusterInternalCerts.
+func (c *Cluster) musterOwnCerts() bool {
+	return !c.opts.MusterByHand || c.opts.MusterInternalCerts
+}
+
+// musterServerName is the name a client verifies Muster's serving
+// certificate for when it dials a process on loopback: the Service's, as
+// the aggregator and the webhooks do; empty (the address) for the
+// harness's own certificate, which carries 127.0.0.1.
+func (c *Cluster) musterServerName() string {
+	if c.opts.MusterByHand {
+		return ""
+	}
+	return MusterService + "." + MusterNamespace + ".svc"
 }
 
 // MusterCertBundle returns the CA bundle in the Secret of a Muster with
@@ -93,4 +111,23 @@ func (c *Cluster) caPool() (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	return pool, nil
+}
+
+// MusterConfig is the admin's client config for the muster-apiserver at
+// base (MusterURL, a replica's URL), dialled directly rather than through
+// the aggregator: it trusts the CA bundle Muster keeps in its Secret, for
+// the Service's name, as the aggregator does.
+func (c *Cluster) MusterConfig(base string) (*rest.Config, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Host = base
+	if !c.musterOwnCerts() {
+		return cfg, nil
+	}
+	bundle, err := c.MusterCertBundle(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	cfg.CAFile, cfg.CAData = "", bundle
+	cfg.ServerName = c.musterServerName()
+	return cfg, nil
 }

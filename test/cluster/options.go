@@ -60,8 +60,8 @@ type Options struct {
 	// apart from the cluster's; else Muster stores under /muster in the
 	// cluster's etcd.
 	MusterEtcd bool
-	// MusterInternalCerts runs Muster with --cert-management=internal, as
-	// it runs in a pod: it makes its own CA and serving certificate in the
+	// MusterInternalCerts, with MusterByHand, runs Muster with
+	// --cert-management=internal, as the chart always runs it: it makes its own CA and serving certificate in the
 	// Secret MusterCertSecret and writes the CA into the APIService and the
 	// webhook configurations, which the harness registers with no caBundle.
 	MusterInternalCerts bool
@@ -69,7 +69,16 @@ type Options struct {
 	// are Muster's --cert-lifetime and --cert-ca-lifetime (default: its own).
 	MusterCertLifetime   time.Duration
 	MusterCACertLifetime time.Duration
-	// MusterArgs are appended to the flags the harness passes to Muster.
+	// MusterByHand wires Muster the old way instead of installing the
+	// chart: the harness creates its identity and RBAC, applies
+	// MusterManifests, registers the APIService and the webhooks itself
+	// and runs muster-apiserver with flags of its own and, unless
+	// MusterInternalCerts, the harness's serving certificate. By default
+	// the harness installs charts/muster with helm and runs the chart's
+	// pod as a process (chart.go, podspec.go, doc.go).
+	MusterByHand bool
+	// MusterArgs are appended to the flags the harness passes to Muster:
+	// the chart's extraArgs value, unless MusterByHand.
 	MusterArgs []string
 	// PreparePolicy installs the MutatingAdmissionPolicy that prepares new
 	// pods in kube-apiserver, where the cluster serves it (1.36+), as
@@ -77,7 +86,8 @@ type Options struct {
 	// (make perf compares both).
 	PreparePolicy bool
 	// MusterManifests are YAML files applied with kubectl before Muster
-	// starts, for example the RBAC its service account needs.
+	// starts, for example the RBAC its service account needs, with
+	// MusterByHand (the chart brings its own).
 	MusterManifests []string
 
 	// JobSet runs the JobSet controller (sigs.k8s.io/jobset, the workload

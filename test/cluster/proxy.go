@@ -48,6 +48,15 @@ func (p *serviceProxy) setReady(i int, ready bool) {
 	p.ready[i] = ready
 }
 
+// setBackend replaces backend i's address, as a new pod's endpoint
+// replaces an old one's in a rolling update: new connections go to addr,
+// those already open stay with the old address until either side ends.
+func (p *serviceProxy) setBackend(i int, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backends[i] = addr
+}
+
 // pick returns the ready backends in the order to try them, starting at the
 // next one in turn.
 func (p *serviceProxy) pick() []string {

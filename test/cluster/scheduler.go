@@ -67,16 +67,17 @@ func (c *Cluster) httpsOK(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	return c.httpsOKTrusting(ctx, url, pool)
+	return c.httpsOKTrusting(ctx, url, pool, "")
 }
 
-// httpsOKTrusting GETs url as the admin, trusting pool, and expects 200.
-func (c *Cluster) httpsOKTrusting(ctx context.Context, url string, pool *x509.CertPool) error {
+// httpsOKTrusting GETs url as the admin, trusting pool for serverName
+// (empty: the URL's host), and expects 200.
+func (c *Cluster) httpsOKTrusting(ctx context.Context, url string, pool *x509.CertPool, serverName string) error {
 	admin, err := tls.LoadX509KeyPair(c.pki.AdminCert, c.pki.AdminKey)
 	if err != nil {
 		return fmt.Errorf("loading admin certificate: %w", err)
 	}
-	tlsConfig := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{admin}, MinVersion: tls.VersionTLS12}
+	tlsConfig := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{admin}, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	client := &http.Client{
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConfig},

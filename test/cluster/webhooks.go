@@ -16,6 +16,9 @@ import (
 // policy that prepares new pods too. They are built by the same code that
 // documents the deployed ones.
 func (c *Cluster) registerWebhooks(ctx context.Context) error {
+	if !c.opts.MusterByHand {
+		return c.waitChartPolicies(ctx)
+	}
 	validating, mutating, err := c.servesAdmissionPolicies()
 	if err != nil {
 		return err
@@ -44,6 +47,9 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, baseURL string) error {
 	c.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("no Muster serves its API at %s", baseURL)
+	}
+	if !c.opts.MusterByHand {
+		return c.pointChartWebhooksAt(ctx, webhookURL)
 	}
 	caBundle, err := c.musterCABundle()
 	if err != nil {

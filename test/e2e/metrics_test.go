@@ -77,8 +77,10 @@ func scrapeMetricsFrom(t *testing.T, ctx context.Context, url string) []byte {
 
 // tryScrapeMetrics reads /metrics of one muster-apiserver as the admin user.
 func tryScrapeMetrics(ctx context.Context, url string) ([]byte, error) {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Host = url
+	cfg, err := env.MusterConfig(url)
+	if err != nil {
+		return nil, err
+	}
 	client, err := rest.UnversionedRESTClientFor(withNegotiation(cfg))
 	if err != nil {
 		return nil, err

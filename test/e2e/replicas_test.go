@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 )
@@ -28,8 +27,10 @@ func TestTwoReplicas(t *testing.T) {
 		_, err := tryScrapeMetrics(ctx, replicaURL)
 		return err == nil, nil
 	})
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Host = replicaURL
+	cfg, err := env.MusterConfig(replicaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	replica := versioned.NewForConfigOrDie(cfg)
 
 	// A group written through the replica is read through the aggregator,
@@ -76,8 +77,10 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Host = replicaURL
+	cfg, err := env.MusterConfig(replicaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	replica := versioned.NewForConfigOrDie(cfg)
 	waitFor(t, ctx, "the replica to serve /metrics", func(ctx context.Context) (bool, error) {
 		_, err := tryScrapeMetrics(ctx, replicaURL)

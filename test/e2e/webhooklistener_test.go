@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,6 +38,19 @@ func webhookAddr(t *testing.T, ctx context.Context, kube kubernetes.Interface) s
 	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, manifests.ConfigurationName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if svc := cfg.Webhooks[0].ClientConfig.Service; svc != nil {
+		// The chart's webhooks name the Service, which the harness makes an
+		// ExternalName for loopback: kube-apiserver dials
+		// externalName:port.
+		s, err := kube.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Spec.ExternalName == "" || svc.Port == nil {
+			t.Fatalf("the webhook's Service %s/%s is no ExternalName with a port: %+v", svc.Namespace, svc.Name, s.Spec)
+		}
+		return net.JoinHostPort(s.Spec.ExternalName, strconv.Itoa(int(*svc.Port)))
 	}
 	u, err := url.Parse(*cfg.Webhooks[0].ClientConfig.URL)
 	if err != nil {
