@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/muster-dev/muster/pkg/cmd/backup"
@@ -19,6 +20,11 @@ func (c *Cluster) BackupMusterEtcd(ctx context.Context, dir string) (string, err
 	}
 	o := backup.DefaultOptions()
 	o.Servers, o.Dir = []string{c.MusterEtcdURL}, dir
+	if strings.HasPrefix(c.MusterEtcdURL, "https://") {
+		// The client certificate the chart's Secret muster-etcd-client
+		// holds, as the chart's backup CronJob mounts it.
+		o.CAFile, o.CertFile, o.KeyFile = c.pki.MusterEtcdCACert, c.pki.MusterEtcdClientCert, c.pki.MusterEtcdClntKey
+	}
 	r, err := backup.Run(ctx, o, time.Now())
 	if err != nil {
 		return "", fmt.Errorf("backing up Muster's etcd: %w", err)
