@@ -60,6 +60,7 @@ E2E_OLDEST_TESTS := \
 	TestPolicyConfinementFollowsTheRole \
 	TestPolicyMusterQuotaWritesConfined \
 	TestPolicyFinalizerNotPutBack \
+	TestPolicyCountedLabelIsMusters \
 	TestPolicyExpressionsTypeCheck \
 	TestSchedulingInputsAreBounded \
 	TestSchedulingInputsAreBoundedOnUpdate \
@@ -81,7 +82,8 @@ E2E_OLDEST_TESTS := \
 	TestStatefulSetParallelGang \
 	TestStatefulSetOrderedReadyIsExplained \
 	TestMusterOutage \
-	TestUninstall
+	TestUninstall \
+	TestEtcdRestore
 E2E_OLDEST_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_OLDEST_TESTS))))$$
 
 # One version for the binary's --version, the image's tag and the chart
