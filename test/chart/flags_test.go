@@ -1,18 +1,12 @@
 package chart
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/spf13/pflag"
 
 	"github.com/muster-dev/muster/pkg/cmd/server"
 )
-
-// pendingFlags are flags the chart passes that muster-apiserver on this
-// branch does not define yet: internal certificate management comes from
-// branch certs (/work/coord/cert-flags.md). Remove each once it is merged.
-var pendingFlags = []string{"cert-management", "cert-secret", "cert-service", "cert-lifetime", "cert-ca-lifetime"}
 
 // defaultMirrors are the flags whose chart default must be the binary's
 // own: values.yaml promises "the defaults are muster-apiserver's own".
@@ -30,7 +24,7 @@ func TestChartFlagsAreTheBinarys(t *testing.T) {
 	server.NewOptions().AddFlags(fs)
 	flags := args(t, mustFind(t, render(t, "muster-system"), "Deployment", "muster-apiserver"))
 	for name := range flags {
-		if fs.Lookup(name) == nil && !slices.Contains(pendingFlags, name) {
+		if fs.Lookup(name) == nil {
 			t.Errorf("the chart passes --%s, which muster-apiserver does not define", name)
 		}
 	}
