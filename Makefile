@@ -7,6 +7,16 @@ OUT   := $(CURDIR)/_out
 GO    ?= go
 GOFLAGS_TEST ?= -count=1
 
+# Every package is compiled once, whichever target asks for it first. The
+# control plane hack/build-tools.sh builds (static, -trimpath) shares some
+# 1,400 packages with muster-apiserver at the same versions
+# (hack/verify-tools-aligned.sh keeps them so), and Go's build cache reuses a
+# compiled package only for the same flags. So go build, go vet and go test
+# here build static and path-free too; a first build compiles k8s.io once,
+# not three times (docs/build.md).
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+
 # The Kubernetes release of the local cluster (make run, make e2e, make
 # tools): empty means the newest supported, pinned in hack/tools/go.mod and
 # built into bin/; any other needs a module hack/tools/kube-<version>/ and is
@@ -113,7 +123,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build version image image-test image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: e2e-cluster-suite all build version image image-test image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -152,13 +162,26 @@ image-test: image ## Run the image for this host's platform under runc (hack/ins
 tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter and helm (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
-run: build tools ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release, RUN_ARGS=--autoscaler adds Karpenter.
+# make run builds only the tools the local cluster runs: Karpenter only when
+# RUN_ARGS asks for it, so a first run skips its build.
+RUN_TOOLS = kube etcd kwok helm jobset $(if $(findstring --autoscaler,$(RUN_ARGS)),karpenter)
+
+run: build ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release, RUN_ARGS=--autoscaler adds Karpenter.
+	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh $(RUN_TOOLS)
 	$(GO) run ./hack/localcluster --bin-dir=$(KUBE_BIN) --muster-binary=$(BIN)/muster-apiserver --out=$(OUT) $(RUN_ARGS)
 
 run-standalone: build ## Serve the API alone on loopback, with no cluster.
 	$(BIN)/muster-apiserver --standalone --data-dir=$(OUT)/standalone --secure-port=8443
 
-test: verify chart-lint chart unit integration e2e e2e-oldest abuse ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+# make test: what needs the CPU first (vet, builds, unit tests), then every
+# suite on local clusters at once (e2e on both releases; they mostly wait),
+# then the two that measure and must run alone: abuse (latency under
+# attack) and chaos.
+test: verify chart-lint chart unit integration ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+	$(MAKE) --no-print-directory tools
+	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
+	$(MAKE) --no-print-directory -j -Otarget e2e e2e-oldest
+	$(MAKE) --no-print-directory abuse
 	$(MAKE) --no-print-directory chaos CHAOS_PODS=$(CHAOS_PODS_TEST)
 
 verify: ## gofmt, go vet, generated code and dist/ up to date.
@@ -166,6 +189,7 @@ verify: ## gofmt, go vet, generated code and dist/ up to date.
 	$(GO) vet ./...
 	cd hack/image && $(GO) vet ./...
 	hack/verify-codegen.sh
+	hack/verify-tools-aligned.sh
 	$(MAKE) --no-print-directory verify-manifests
 
 # charts/muster, and its default rendering for kubectl. The rendering takes
@@ -213,16 +237,45 @@ unit: ## Unit tests of pure logic.
 integration: ## The server in-process on an embedded etcd.
 	$(GO) test $(GOFLAGS_TEST) -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
-e2e: build tools ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in.
-	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
-	MUSTER_KUBE_VERSION=$(shell KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh --print-version) \
-		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) ./test/cluster/... ./test/e2e/...
+# The e2e suites wait on their clusters far more than they compute, so each
+# runs as E2E_SHARDS processes at once, each on a local cluster of its own
+# (hack/e2e-shard.sh deals the tests out), beside test/cluster's tests.
+# Each process's output goes to _out/e2e/<name>.log: its test results are
+# printed, and its whole log when it fails.
+E2E_SHARDS        ?= 3
+E2E_OLDEST_SHARDS ?= 2
+E2E_LOGS          := $(OUT)/e2e
 
-e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest supported release, OLDEST_KUBE_VERSION.
+e2e: build tools ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in; test/cluster and E2E_SHARDS shards of test/e2e at once.
+	$(GO) test -c -o /dev/null ./test/e2e
+	$(MAKE) --no-print-directory -j -Otarget e2e-cluster-suite $(foreach i,$(shell seq 1 $(E2E_SHARDS)),e2e-shard-newest-$(i)-of-$(E2E_SHARDS))
+
+e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest supported release, OLDEST_KUBE_VERSION, in E2E_OLDEST_SHARDS shards.
 	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
-	MUSTER_BIN_DIR=$(shell KUBE_VERSION=$(OLDEST_KUBE_VERSION) hack/build-tools.sh --print-bin-dir) \
-	MUSTER_BINARY=$(BIN)/muster-apiserver MUSTER_KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
-		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) -run '$(E2E_OLDEST_RUN)' ./test/e2e/...
+	$(GO) test -c -o /dev/null ./test/e2e
+	$(MAKE) --no-print-directory -j -Otarget $(foreach i,$(shell seq 1 $(E2E_OLDEST_SHARDS)),e2e-shard-oldest-$(i)-of-$(E2E_OLDEST_SHARDS))
+
+# e2e-run <log name> <kube version> <go test args>: one go test process of
+# the e2e suites, its output in E2E_LOGS/<log name>.log.
+define e2e-run
+	@mkdir -p $(E2E_LOGS); log=$(E2E_LOGS)/$(1).log; start=$$(date +%s); \
+	MUSTER_BIN_DIR=$$(KUBE_VERSION=$(2) hack/build-tools.sh --print-bin-dir) MUSTER_BINARY=$(BIN)/muster-apiserver \
+	MUSTER_KUBE_VERSION=$$(KUBE_VERSION=$(2) hack/build-tools.sh --print-version) \
+		$(GO) test $(GOFLAGS_TEST) -v -timeout $(E2E_TIMEOUT) $(3) >$$log 2>&1; rc=$$?; \
+	echo "== $(1): exit $$rc after $$(( $$(date +%s) - start ))s (log: $$log)"; \
+	grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' $$log; \
+	if [ $$rc -ne 0 ]; then echo "== $(1) failed; its whole log:"; cat $$log; fi; exit $$rc
+endef
+
+# e2e-shard-<newest|oldest>-<i>-of-<n>: shard i of n of test/e2e.
+e2e-shard-newest-%:
+	$(call e2e-run,e2e-newest-$*,$(KUBE_VERSION),-run "$$(hack/e2e-shard.sh ./test/e2e $(lastword $(subst -of-, ,$*)) $(firstword $(subst -of-, ,$*)))" ./test/e2e)
+
+e2e-shard-oldest-%:
+	$(call e2e-run,e2e-oldest-$*,$(OLDEST_KUBE_VERSION),-run "$$(hack/e2e-shard.sh ./test/e2e $(lastword $(subst -of-, ,$*)) $(firstword $(subst -of-, ,$*)) '$(E2E_OLDEST_RUN)')" ./test/e2e)
+
+e2e-cluster-suite:
+	$(call e2e-run,cluster,$(KUBE_VERSION),./test/cluster/...)
 
 ABUSE_TIMEOUT ?= 20m
 

@@ -8,7 +8,8 @@
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
 # module's go.mod/go.sum) changed since the last build, which a stamp file
-# <bin dir>/.<tool>.version records.
+# <bin dir>/.<tool>.version records. Builds run BUILD_JOBS (default 2) at a
+# time, each tool's output printed whole when it ends.
 #
 # KUBE_VERSION picks the Kubernetes release of kube-apiserver, kube-scheduler
 # and kubectl. The default, the newest supported, is pinned in
@@ -31,7 +32,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
-ALL_TOOLS=(etcd kwok jobset karpenter helm kube)
+# Longest first, so the others build beside it.
+ALL_TOOLS=(kube karpenter helm jobset kwok etcd)
 # The control plane of a release is one binary, kube (hack/tools/kube), and
 # each component a link to it; naming any component builds them all.
 KUBE_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
@@ -140,6 +142,11 @@ build_tool() {
   local out="${bin}/${name}" stamp="${bin}/.${name}.version"
   local want
   want="${version} $(fingerprint "${dir}")"
+  # One build of a binary at a time, should two runs of this script (make
+  # -j e2e e2e-oldest) both find it missing: the second waits, then finds
+  # it up to date.
+  exec {lock}>"${out}.lock"
+  flock "${lock}"
   if [[ -z "${FORCE:-}" && -x "${out}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
     echo "${name} ${version} is up to date"
     return
@@ -154,48 +161,47 @@ build_tool() {
 
 # build <tool> <kube module dir> <kube bin dir>
 build() {
-  local tool=$1 kube_dir=$2 kube_bin=$3 version date
+  local tool=$1 kube_dir=$2 kube_bin=$3 spec dir pkg version date
+  spec="$(tool_package "${tool}" "${kube_dir}")" || return 1
+  dir="${spec% *}"
+  pkg="${spec#* }"
   case "${tool}" in
   kube | kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
-    version="$(module_field "${kube_dir}" k8s.io/kubernetes .Version)"
-    date="$(module_field "${kube_dir}" k8s.io/kubernetes '.Time.UTC.Format "2006-01-02T15:04:05Z"')"
-    build_tool "${kube_bin}" kube "${kube_dir}" ./kube "${version}" "$(kube_ldflags "${version}" "${date}")"
+    version="$(module_field "${dir}" k8s.io/kubernetes .Version)"
+    date="$(module_field "${dir}" k8s.io/kubernetes '.Time.UTC.Format "2006-01-02T15:04:05Z"')"
+    build_tool "${kube_bin}" kube "${dir}" "${pkg}" "${version}" "$(kube_ldflags "${version}" "${date}")"
     local component
     for component in "${KUBE_COMPONENTS[@]}"; do
       ln -sfn kube "${kube_bin}/${component}"
     done
     ;;
   etcd)
-    version="$(module_field "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3 .Version)"
-    build_tool "${BIN_DIR}" etcd "${TOOLS_DIR}/etcd" go.etcd.io/etcd/server/v3 "${version}" "-s -w"
+    version="$(module_field "${dir}" go.etcd.io/etcd/server/v3 .Version)"
+    build_tool "${BIN_DIR}" etcd "${dir}" "${pkg}" "${version}" "-s -w"
     ;;
   kwok)
-    version="$(module_field "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok .Version)"
-    build_tool "${BIN_DIR}" kwok "${TOOLS_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwok "${version}" \
+    version="$(module_field "${dir}" sigs.k8s.io/kwok .Version)"
+    build_tool "${BIN_DIR}" kwok "${dir}" "${pkg}" "${version}" \
       "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}"
     ;;
   jobset)
-    version="$(module_field "${TOOLS_DIR}/jobset" sigs.k8s.io/jobset .Version)"
-    build_tool "${BIN_DIR}" jobset "${TOOLS_DIR}/jobset" sigs.k8s.io/jobset "${version}" \
+    version="$(module_field "${dir}" sigs.k8s.io/jobset .Version)"
+    build_tool "${BIN_DIR}" jobset "${dir}" "${pkg}" "${version}" \
       "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=${version}"
     copy_jobset_manifests
     ;;
   karpenter)
-    version="$(module_field "${TOOLS_DIR}/karpenter" sigs.k8s.io/karpenter .Version)"
-    build_tool "${BIN_DIR}" karpenter "${TOOLS_DIR}/karpenter" sigs.k8s.io/karpenter/kwok "${version}" \
+    version="$(module_field "${dir}" sigs.k8s.io/karpenter .Version)"
+    build_tool "${BIN_DIR}" karpenter "${dir}" "${pkg}" "${version}" \
       "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=${version}"
     copy_karpenter_manifests
     ;;
   helm)
     # The version is stamped as Helm's own Makefile does, so that `helm
     # version` names the pinned release.
-    version="$(module_field "${TOOLS_DIR}/helm" helm.sh/helm/v4 .Version)"
-    build_tool "${BIN_DIR}" helm "${TOOLS_DIR}/helm" helm.sh/helm/v4/cmd/helm "${version}" \
+    version="$(module_field "${dir}" helm.sh/helm/v4 .Version)"
+    build_tool "${BIN_DIR}" helm "${dir}" "${pkg}" "${version}" \
       "-s -w -X helm.sh/helm/v4/internal/version.version=${version} -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
-    ;;
-  *)
-    echo "unknown tool ${tool}; known: ${ALL_TOOLS[*]}" >&2
-    return 1
     ;;
   esac
 }
@@ -280,11 +286,83 @@ main() {
   if [[ ${#tools[@]} -eq 0 ]]; then
     tools=("${ALL_TOOLS[@]}")
   fi
-  # One at a time: each build already uses every core.
-  for tool in "${tools[@]}"; do
-    build "${tool}" "${kube_dir}" "${kube_bin}"
-  done
+  build_all "${kube_dir}" "${kube_bin}" "${tools[@]}"
   link_shared "${kube_bin}"
+}
+
+# build_all <kube module dir> <kube bin dir> <tool...> builds the tools,
+# BUILD_JOBS (default 2) at a time. Each go build already compiles on every
+# core, but a cold one also waits on the module proxy and links one large
+# binary on one core; a second build fills those gaps. Each tool's output is
+# printed whole when it ends, and the first failure fails the script once
+# every build has ended.
+build_all() {
+  local kube_dir=$1 kube_bin=$2
+  shift 2
+  local jobs="${BUILD_JOBS:-2}" logs tool failed=0 running=0
+  logs="$(mktemp -d)"
+  # Every module's sources first, all at once: network, not CPU.
+  prefetch "${kube_dir}" "$@"
+  for tool in "$@"; do
+    if ((running >= jobs)); then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    (
+      # The build stops at its first error (set -e); this subshell does not,
+      # so that it prints the build's output either way.
+      set +e
+      (set -e; build "${tool}" "${kube_dir}" "${kube_bin}") >"${logs}/${tool}.log" 2>&1
+      status=$?
+      cat "${logs}/${tool}.log"
+      exit "${status}"
+    ) &
+    running=$((running + 1))
+  done
+  while ((running > 0)); do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  rm -rf "${logs}"
+  if ((failed)); then
+    echo "hack/build-tools.sh: a build failed (its output is above)" >&2
+    return 1
+  fi
+}
+
+# prefetch <kube module dir> <tool...> downloads the modules each tool's
+# package needs (go list -deps loads them; no compiling), for all tools at
+# once; with a warm module cache it takes a second.
+prefetch() {
+  local kube_dir=$1 tool spec pids=()
+  shift
+  for tool in "$@"; do
+    spec="$(tool_package "${tool}" "${kube_dir}")" || return 1
+    (cd "${spec% *}" && go list -deps "${spec#* }" >/dev/null) &
+    pids+=($!)
+  done
+  local pid
+  for pid in "${pids[@]}"; do
+    wait "${pid}" || { echo "downloading the tools' modules failed" >&2; return 1; }
+  done
+}
+
+# tool_package <tool> <kube module dir> prints "<module dir> <package>" of
+# the tool's binary.
+tool_package() {
+  local tool=$1 kube_dir=$2
+  case "${tool}" in
+  kube | kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) echo "${kube_dir} ./kube" ;;
+  etcd) echo "${TOOLS_DIR}/etcd go.etcd.io/etcd/server/v3" ;;
+  kwok) echo "${TOOLS_DIR}/kwok sigs.k8s.io/kwok/cmd/kwok" ;;
+  jobset) echo "${TOOLS_DIR}/jobset sigs.k8s.io/jobset" ;;
+  karpenter) echo "${TOOLS_DIR}/karpenter sigs.k8s.io/karpenter/kwok" ;;
+  helm) echo "${TOOLS_DIR}/helm helm.sh/helm/v4/cmd/helm" ;;
+  *)
+    echo "unknown tool ${tool}; known: ${ALL_TOOLS[*]}" >&2
+    return 1
+    ;;
+  esac
 }
 
 main "$@"

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -80,4 +81,16 @@ func RunSuite(suite string, opts Options, keep bool, run func(*Cluster) int) int
 		fmt.Fprintf(os.Stderr, "%s: cluster work dir and logs kept in %s\n", suite, dir)
 	}
 	return code
+}
+
+// ListingOnly reports whether the test binary was asked only to list its
+// tests (go test -list, which hack/e2e-shard.sh runs to deal a package's
+// tests into shards). A TestMain that starts a cluster checks it first, so
+// that listing starts nothing.
+func ListingOnly() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.list")
+	return f != nil && f.Value.String() != ""
 }

@@ -22,7 +22,7 @@ func TestAPIServerFlagsFor(t *testing.T) {
 		{"1.33 accepts the UID header flag", "1.33.0", []string{uid}},
 		{"a pre-release of 1.33 has 1.33's flags", "1.33.0-rc.1", []string{uid}},
 		{"a pre-release of 1.32 has 1.32's", "1.32.0-alpha.3", nil},
-		{"the newest release accepts it", "1.37.1", []string{uid}},
+		{"the newest release accepts it", "1.37.2", []string{uid}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if cluster.ListingOnly() {
+		return m.Run()
+	}
 	opts := cluster.Options{MusterArgs: musterArgs, MusterManifests: cluster.DefaultMusterManifests(), JobSet: true}
 	return cluster.RunSuite("e2e", opts, false, func(c *cluster.Cluster) int {
 		env = c
