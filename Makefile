@@ -145,9 +145,10 @@ image: ## Build the multi-arch (IMAGE_PLATFORMS) OCI image into _out/image/ (an 
 image-reproduce: ## Build the image twice into fresh directories and fail unless both index digests match.
 	hack/verify-image-reproducible.sh
 
-image-test: image ## Run the image for this host's platform under runc (hack/install-oci-runtime.sh) and wait for /readyz.
+image-test: image ## Test the image's assembly, run the image for this host's platform under runc (hack/install-oci-runtime.sh) and wait for /readyz.
 	hack/install-oci-runtime.sh
-	cd hack/image && $(GO) test $(GOFLAGS_TEST) -timeout 10m ./... -args -image.layout=$(IMAGE_DIR)/oci
+	cd hack/image && $(GO) test $(GOFLAGS_TEST) -timeout 10m ./...
+	$(GO) test $(GOFLAGS_TEST) -timeout 10m ./test/ocirun/... -args -image.layout=$(IMAGE_DIR)/oci
 
 tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter and helm (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
