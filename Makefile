@@ -107,13 +107,18 @@ IMAGE_SOURCE      ?= https://github.com/muster-dev/muster
 ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
 SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 endif
+# The image of this host's platform alone, in a directory of its own (so a
+# multi-arch _out/image/ stays as it is): make e2e runs it as the chart's
+# pod under runc, make test also standalone (make image-test).
+HOST_IMAGE_DIR   := $(OUT)/image-host
+HOST_IMAGE_FLAGS  = IMAGE_PLATFORMS=linux/$(shell $(GO) env GOARCH) IMAGE_DIR=$(HOST_IMAGE_DIR)
 
 # Test timeouts sized for a 2-core machine.
 UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: all build version image image-test image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: all build version image image-test image-host image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -150,6 +155,10 @@ image-test: image ## Test the image's assembly, run the image for this host's pl
 	cd hack/image && $(GO) test $(GOFLAGS_TEST) -timeout 10m ./...
 	$(GO) test $(GOFLAGS_TEST) -timeout 10m ./test/ocirun/... -args -image.layout=$(IMAGE_DIR)/oci
 
+image-host: ## Build the image for this host's platform alone into _out/image-host/ and install runc (make e2e runs it as the chart's pod).
+	$(MAKE) --no-print-directory image $(HOST_IMAGE_FLAGS)
+	hack/install-oci-runtime.sh
+
 tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter and helm (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
@@ -160,6 +169,7 @@ run-standalone: build ## Serve the API alone on loopback, with no cluster.
 	$(BIN)/muster-apiserver --standalone --data-dir=$(OUT)/standalone --secure-port=8443
 
 test: verify chart-lint chart unit integration e2e e2e-oldest abuse ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+	$(MAKE) --no-print-directory image-test $(HOST_IMAGE_FLAGS)
 	$(MAKE) --no-print-directory chaos CHAOS_PODS=$(CHAOS_PODS_TEST)
 
 verify: ## gofmt, go vet, generated code and dist/ up to date.
@@ -214,8 +224,8 @@ unit: ## Unit tests of pure logic.
 integration: ## The server in-process on an embedded etcd.
 	$(GO) test $(GOFLAGS_TEST) -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
-e2e: build tools ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in.
-	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
+e2e: build tools image-host ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in, and Muster's image run as the chart's pod under runc.
+	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver MUSTER_IMAGE_LAYOUT=$(HOST_IMAGE_DIR)/oci \
 	MUSTER_KUBE_VERSION=$(shell KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh --print-version) \
 		$(GO) test $(GOFLAGS_TEST) -timeout $(E2E_TIMEOUT) ./test/cluster/... ./test/e2e/...
 
