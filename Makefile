@@ -117,13 +117,18 @@ IMAGE_SOURCE      ?= https://github.com/muster-dev/muster
 ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
 SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 endif
+# The image of this host's platform alone, in a directory of its own (so a
+# multi-arch _out/image/ stays as it is): make e2e runs it as the chart's
+# pod under runc, make test also standalone (make image-test).
+HOST_IMAGE_DIR   := $(OUT)/image-host
+HOST_IMAGE_FLAGS  = IMAGE_PLATFORMS=linux/$(shell $(GO) env GOARCH) IMAGE_DIR=$(HOST_IMAGE_DIR)
 
 # Test timeouts sized for a 2-core machine.
 UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: e2e-cluster-suite all build version image image-test image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: e2e-cluster-suite all build version image image-test image-host image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -155,9 +160,14 @@ image: ## Build the multi-arch (IMAGE_PLATFORMS) OCI image into _out/image/ (an 
 image-reproduce: ## Build the image twice into fresh directories and fail unless both index digests match.
 	hack/verify-image-reproducible.sh
 
-image-test: image ## Run the image for this host's platform under runc (hack/install-oci-runtime.sh) and wait for /readyz.
+image-test: image ## Test the image's assembly, run the image for this host's platform under runc (hack/install-oci-runtime.sh) and wait for /readyz.
 	hack/install-oci-runtime.sh
-	cd hack/image && $(GO) test $(GOFLAGS_TEST) -timeout 10m ./... -args -image.layout=$(IMAGE_DIR)/oci
+	cd hack/image && $(GO) test $(GOFLAGS_TEST) -timeout 10m ./...
+	$(GO) test $(GOFLAGS_TEST) -timeout 10m ./test/ocirun/... -args -image.layout=$(IMAGE_DIR)/oci
+
+image-host: ## Build the image for this host's platform alone into _out/image-host/ and install runc (make e2e runs it as the chart's pod).
+	$(MAKE) --no-print-directory image $(HOST_IMAGE_FLAGS)
+	hack/install-oci-runtime.sh
 
 tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter and helm (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
@@ -178,6 +188,7 @@ run-standalone: build ## Serve the API alone on loopback, with no cluster.
 # then the two that measure and must run alone: abuse (latency under
 # attack) and chaos.
 test: verify chart-lint chart unit integration ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
+	$(MAKE) --no-print-directory image-test $(HOST_IMAGE_FLAGS)
 	$(MAKE) --no-print-directory tools
 	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
 	$(MAKE) --no-print-directory -j -Otarget e2e e2e-oldest
@@ -246,7 +257,7 @@ E2E_SHARDS        ?= 3
 E2E_OLDEST_SHARDS ?= 2
 E2E_LOGS          := $(OUT)/e2e
 
-e2e: build tools ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in; test/cluster and E2E_SHARDS shards of test/e2e at once.
+e2e: build tools image-host ## A real kube-apiserver (of KUBE_VERSION), kube-scheduler and kwok with Muster aggregated in, and Muster's image run as the chart's pod under runc; test/cluster and E2E_SHARDS shards of test/e2e at once.
 	$(GO) test -c -o /dev/null ./test/e2e
 	$(MAKE) --no-print-directory -j -Otarget e2e-cluster-suite $(foreach i,$(shell seq 1 $(E2E_SHARDS)),e2e-shard-newest-$(i)-of-$(E2E_SHARDS))
 
@@ -260,6 +271,7 @@ e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest su
 define e2e-run
 	@mkdir -p $(E2E_LOGS); log=$(E2E_LOGS)/$(1).log; start=$$(date +%s); \
 	MUSTER_BIN_DIR=$$(KUBE_VERSION=$(2) hack/build-tools.sh --print-bin-dir) MUSTER_BINARY=$(BIN)/muster-apiserver \
+	MUSTER_IMAGE_LAYOUT=$(HOST_IMAGE_DIR)/oci \
 	MUSTER_KUBE_VERSION=$$(KUBE_VERSION=$(2) hack/build-tools.sh --print-version) \
 		$(GO) test $(GOFLAGS_TEST) -v -timeout $(E2E_TIMEOUT) $(3) >$$log 2>&1; rc=$$?; \
 	echo "== $(1): exit $$rc after $$(( $$(date +%s) - start ))s (log: $$log)"; \

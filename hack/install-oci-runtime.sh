@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs the OCI runtime `make image-test` runs the image under (runc by
-# default, OCI_RUNTIME=crun for crun) from Debian's packages when it is
-# missing. The project's machines run as root; elsewhere, run it with sudo
-# or install the runtime by hand.
+# Installs the OCI runtime `make image-test` and `make e2e` run the image
+# under (runc by default, OCI_RUNTIME=crun for crun) from Debian's
+# packages when it is missing. The project's machines run as root;
+# elsewhere, run it with sudo or install the runtime by hand.
 #
 # runc, not crun, by default: Debian 12's crun 1.8.1 refuses to start any
 # container on a host whose cgroup v2 hierarchy holds a controller in

@@ -9,14 +9,17 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# versions <dir>: "<module> <version, after any replace>" for each module of
-# the build list of the module in <dir>.
+# versions <dir> <package...>: "<module> <version, after any replace>" of
+# each module that provides a package those packages build from: what the
+# build cache could share, not every module of the build list.
 versions() {
-  (cd "$1" && go list -m -f '{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' all) | sort
+  local dir=$1
+  shift
+  (cd "${dir}" && go list -deps -test -f '{{with .Module}}{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}{{end}}' "$@") | sort -u
 }
 
-main_versions="$(versions "${ROOT}")"
-tools_versions="$(versions "${ROOT}/hack/tools")"
+main_versions="$(versions "${ROOT}" ./...)"
+tools_versions="$(versions "${ROOT}/hack/tools" ./kube)"
 differ="$(join <(echo "${main_versions}") <(echo "${tools_versions}") | awk '$2 != $3 {printf "  %s: %s in go.mod, %s in hack/tools/go.mod\n", $1, $2, $3}')"
 if [[ -n "${differ}" ]]; then
   echo "hack/tools/go.mod and go.mod resolve shared modules to different versions:" >&2

@@ -61,6 +61,16 @@
 // Deployment's rolling update would. Options.MusterByHand keeps the old
 // wiring (the harness's RBAC, APIService, webhooks and certificates).
 //
+// StartMusterImage (imagereplica.go) runs one more replica from the image
+// under runc instead, as a kubelet would run the pod: the chart's args and
+// env unchanged but for the ports and --bind-address, its Secrets at its
+// own mount paths, and the service account token in
+// /var/run/secrets/kubernetes.io/serviceaccount with
+// KUBERNETES_SERVICE_HOST and _PORT naming kube-apiserver, so the
+// container reads the real in-cluster config: the host's network
+// namespace lets it reach 127.0.0.1, which kube-apiserver's certificate
+// names.
+//
 // For the chaos suite, Options.MusterReplicas runs several muster-apiservers
 // behind a proxy that stands in for their Service's endpoints (KillMusterReplica,
 // RestartMusterReplica, MusterLeader), Options.MusterEtcd gives Muster an

@@ -284,27 +284,9 @@ func resolveEnv(container corev1.Container) ([]string, error) {
 // mounted, plus a kubeconfig that reads them: the in-cluster config needs
 // the kubernetes Service's address, which nothing routes here.
 func (c *Cluster) podTokenKubeconfig(ctx context.Context, root, serviceAccount string) (string, error) {
-	if serviceAccount == "" {
-		serviceAccount = "default"
-	}
-	expiry := int64((48 * time.Hour).Seconds())
-	tr, err := c.Client.CoreV1().ServiceAccounts(MusterNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("requesting a token for service account %s/%s: %w", MusterNamespace, serviceAccount, err)
-	}
 	dir := filepath.Join(root, "serviceaccount")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
-	ca, err := os.ReadFile(c.pki.CACert)
-	if err != nil {
-		return "", fmt.Errorf("reading the cluster CA: %w", err)
-	}
-	files := map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": ca, "namespace": []byte(MusterNamespace)}
-	if err := writeVolume(dir, files, nil); err != nil {
-		return "", fmt.Errorf("writing the service account token: %w", err)
+	if err := c.writeServiceAccountToken(ctx, dir, serviceAccount); err != nil {
+		return "", err
 	}
 	const name = "in-cluster"
 	cfg := clientcmdapi.NewConfig()
@@ -317,4 +299,33 @@ func (c *Cluster) podTokenKubeconfig(ctx context.Context, root, serviceAccount s
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// writeServiceAccountToken requests a token for the pod's service account
+// (TokenRequest, as the kubelet does for its projected token) and writes
+// it into dir with the cluster CA and the namespace: the files a pod finds
+// in /var/run/secrets/kubernetes.io/serviceaccount.
+func (c *Cluster) writeServiceAccountToken(ctx context.Context, dir, serviceAccount string) error {
+	if serviceAccount == "" {
+		serviceAccount = "default"
+	}
+	expiry := int64((48 * time.Hour).Seconds())
+	tr, err := c.Client.CoreV1().ServiceAccounts(MusterNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("requesting a token for service account %s/%s: %w", MusterNamespace, serviceAccount, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	ca, err := os.ReadFile(c.pki.CACert)
+	if err != nil {
+		return fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	files := map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": ca, "namespace": []byte(MusterNamespace)}
+	if err := writeVolume(dir, files, nil); err != nil {
+		return fmt.Errorf("writing the service account token: %w", err)
+	}
+	return nil
 }
