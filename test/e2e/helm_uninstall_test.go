@@ -63,33 +63,9 @@ func TestHelmUninstall(t *testing.T) {
 		t.Errorf("no log of the pre-delete hook's pod: the hook did not run")
 	}
 
-	pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if isGated(&p) || hasTrackingFinalizer(&p) {
-			t.Errorf("pod %s still carries Muster's gate or finalizer: gates %v, finalizers %v", p.Name, p.Spec.SchedulingGates, p.Finalizers)
-		}
-		if p.Name == "other-gate" && (len(p.Spec.SchedulingGates) != 1 || p.Spec.SchedulingGates[0].Name != "example.com/other") {
-			t.Errorf("pod other-gate lost another tool's gate: %v", p.Spec.SchedulingGates)
-		}
-	}
-	if _, err := kc.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "muster-pod-webhook", metav1.GetOptions{}); !isNotFound(err) {
-		t.Errorf("the mutating webhook is still installed: %v", err)
-	}
+	expectPodsLetGo(t, ctx, kc, ns)
 	if out, err := c.Kubectl(ctx, "get", "apiservice", cluster.MusterAPIServiceName); err == nil {
 		t.Errorf("the APIService is still installed:\n%s", out)
 	}
-	create(newPod(ns, "after", podOpts{group: "running"}))
-	after, err := kc.CoreV1().Pods(ns).Get(ctx, "after", metav1.GetOptions{})
-	if err != nil || isGated(after) || hasTrackingFinalizer(after) {
-		t.Errorf("a labelled pod created after the uninstall = %+v, %v; want it plain", after.Spec.SchedulingGates, err)
-	}
-	if err := kc.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := waitNamespaceGone(ctx, kc, ns, namespaceDeletionLimit); err != nil {
-		t.Errorf("namespace %s not deleted within %s after the uninstall", ns, namespaceDeletionLimit)
-	}
+	expectMusterGone(t, ctx, kc, ns, create)
 }

@@ -102,7 +102,27 @@ func TestUninstall(t *testing.T) {
 		t.Fatalf("kubectl delete -f dist/muster.yaml: %v\n%s", err, out)
 	}
 
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	expectPodsLetGo(t, ctx, kube, ns)
+	waitFor(t, ctx, "the capacity-request pod to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, cr.Name, metav1.GetOptions{})
+		return isNotFound(err), nil
+	})
+	if _, err := kube.SchedulingV1().PriorityClasses().Get(ctx, scheduling.CapacityRequestPriorityClass, metav1.GetOptions{}); !isNotFound(err) {
+		t.Errorf("the PriorityClass %s is still installed: %v", scheduling.CapacityRequestPriorityClass, err)
+	}
+	expectMusterGone(t, ctx, kube, ns, create)
+	// kubectl deletes muster-system without waiting; that must finish too.
+	if _, err := waitNamespaceGone(ctx, kube, cluster.MusterNamespace, namespaceDeletionLimit); err != nil {
+		t.Errorf("namespace %s not deleted within %s after the uninstall", cluster.MusterNamespace, namespaceDeletionLimit)
+	}
+}
+
+// expectPodsLetGo checks, after an uninstall, that no pod of ns keeps
+// Muster's gate or finalizer, and that the pod other-gate kept the gate of
+// another tool.
+func expectPodsLetGo(t *testing.T, ctx context.Context, kc kubernetes.Interface, ns string) {
+	t.Helper()
+	pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,31 +134,25 @@ func TestUninstall(t *testing.T) {
 			t.Errorf("pod other-gate lost another tool's gate: %v", p.Spec.SchedulingGates)
 		}
 	}
-	waitFor(t, ctx, "the capacity-request pod to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, cr.Name, metav1.GetOptions{})
-		return isNotFound(err), nil
-	})
-	if _, err := kube.SchedulingV1().PriorityClasses().Get(ctx, scheduling.CapacityRequestPriorityClass, metav1.GetOptions{}); !isNotFound(err) {
-		t.Errorf("the PriorityClass %s is still installed: %v", scheduling.CapacityRequestPriorityClass, err)
-	}
-	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "muster-pod-webhook", metav1.GetOptions{}); !isNotFound(err) {
+}
+
+// expectMusterGone checks, after an uninstall, that the pod webhook is
+// gone, that a labelled pod is now created as any other (ungated, with no
+// finalizer), and that nothing holds the deletion of ns any more.
+func expectMusterGone(t *testing.T, ctx context.Context, kc kubernetes.Interface, ns string, create func(*corev1.Pod)) {
+	t.Helper()
+	if _, err := kc.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "muster-pod-webhook", metav1.GetOptions{}); !isNotFound(err) {
 		t.Errorf("the mutating webhook is still installed: %v", err)
 	}
-	// A labelled pod is now created as any other, ungated.
 	create(newPod(ns, "after", podOpts{group: "running"}))
-	after, err := kube.CoreV1().Pods(ns).Get(ctx, "after", metav1.GetOptions{})
+	after, err := kc.CoreV1().Pods(ns).Get(ctx, "after", metav1.GetOptions{})
 	if err != nil || isGated(after) || hasTrackingFinalizer(after) {
 		t.Errorf("a labelled pod created after the uninstall = %+v, %v; want it plain", after.Spec.SchedulingGates, err)
 	}
-	// Nothing holds the namespace's deletion any more.
-	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	if err := kc.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := waitNamespaceGone(ctx, kube, ns, namespaceDeletionLimit); err != nil {
+	if _, err := waitNamespaceGone(ctx, kc, ns, namespaceDeletionLimit); err != nil {
 		t.Errorf("namespace %s not deleted within %s after the uninstall", ns, namespaceDeletionLimit)
-	}
-	// kubectl deletes muster-system without waiting; that must finish too.
-	if _, err := waitNamespaceGone(ctx, kube, cluster.MusterNamespace, namespaceDeletionLimit); err != nil {
-		t.Errorf("namespace %s not deleted within %s after the uninstall", cluster.MusterNamespace, namespaceDeletionLimit)
 	}
 }
