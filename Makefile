@@ -128,7 +128,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: e2e-cluster-suite all build version image image-test image-host image-reproduce tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: e2e-cluster-suite all build version image image-test image-host image-reproduce chart-package verify-version tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -189,6 +189,7 @@ run-standalone: build ## Serve the API alone on loopback, with no cluster.
 # attack) and chaos.
 test: verify chart-lint chart unit integration ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
 	$(MAKE) --no-print-directory image-test $(HOST_IMAGE_FLAGS)
+	$(MAKE) --no-print-directory verify-version
 	$(MAKE) --no-print-directory tools
 	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
 	$(MAKE) --no-print-directory -j -Otarget e2e e2e-oldest
@@ -234,6 +235,14 @@ verify-manifests: helm ## Check that dist/ is the chart's current rendering.
 	$(call render-manifests,$(tmp))
 	@diff -ru dist $(tmp) >/dev/null || { diff -ru dist $(tmp); rm -rf $(tmp); echo "dist/ is stale: run make manifests"; exit 1; }
 	@rm -rf $(tmp)
+
+CHART_PACKAGE = $(OUT)/chart/muster-$(patsubst v%,%,$(VERSION)).tgz
+
+chart-package: helm ## Package charts/muster as _out/chart/muster-<version>.tgz, its version and appVersion set to VERSION (the image's tag).
+	$(HELM) package $(CHART) --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) --destination $(OUT)/chart
+
+verify-version: build image-host chart-package ## Check that the binary, the host's image and the packaged chart carry one version.
+	hack/verify-version.sh $(VERSION) $(BIN)/muster-apiserver $(HOST_IMAGE_DIR)/oci $(CHART_PACKAGE) $(HELM)
 
 chart-lint: helm ## helm lint --strict charts/muster with its defaults and with each test values file.
 	$(HELM) lint --strict $(CHART)

@@ -5,8 +5,9 @@ import (
 	"crypto/x509"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func testSpec(t *testing.T) spec {
 	}
 	return spec{
 		Binaries:    bins,
-		ZoneinfoZip: filepath.Join(runtime.GOROOT(), "lib", "time", "zoneinfo.zip"),
+		ZoneinfoZip: filepath.Join(goroot(t), "lib", "time", "zoneinfo.zip"),
 		Version:     "v0.0.0-1-gabcdef0",
 		Revision:    "abcdef0123456789abcdef0123456789abcdef01",
 		Source:      "https://github.com/muster-dev/muster",
@@ -222,4 +223,16 @@ func readFiles(t *testing.T, img v1.Image) map[string][]byte {
 		}
 		files["/"+hdr.Name] = data
 	}
+}
+
+// goroot is the Go installation's root, from `go env GOROOT`:
+// runtime.GOROOT is empty in a test built with -trimpath, as make builds
+// every test.
+func goroot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
