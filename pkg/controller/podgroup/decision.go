@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,7 @@ func (c *Controller) recordDecision(pg *v1alpha1.PodGroup, v *podView, d admissi
 		return false
 	case !d.Admitted:
 		if d.Reason != "" {
-			c.setWaiting(pg, v, d.Reason, d.Message, now)
+			c.recordNotAdmitted(pg, v, waiting(d.Reason, d.Message), now)
 		}
 		return false
 	}
@@ -81,23 +82,86 @@ func (c *Controller) recordDecision(pg *v1alpha1.PodGroup, v *podView, d admissi
 	return true
 }
 
-// setWaiting records why the group is not admitted: Admitted=False. The condition's message keeps
-// the latest count; an event is recorded only when the reason changes, not
-// for every pod that arrives.
-func (c *Controller) setWaiting(pg *v1alpha1.PodGroup, v *podView, reason, msg string, now time.Time) {
-	c.setNotAdmitted(pg, v, reason, msg, corev1.EventTypeNormal, scheduling.EventWaiting, now)
+// notAdmitted is a finding of step 6's own checks (admit.go) that the
+// group is not admitted now, and why: they decide, and recordNotAdmitted
+// writes what they decided, as recordDecision writes the mode's.
+type notAdmitted struct {
+	// reason and message are those of Admitted=False.
+	reason, message string
+	// eventType and eventReason are the event's, recorded only when the
+	// reason changes: Normal/Waiting, or a Warning when only the user can
+	// end the wait.
+	eventType, eventReason string
+	// restart sets Admitted=False anew when its reason changes, so that its
+	// lastTransitionTime says when this wait began even if the group was
+	// not admitted before (NoPods: the TTL is measured from it).
+	restart bool
 }
 
-// setNotAdmitted is setWaiting with the event's type and reason: a Warning
-// when only the user can end the wait.
-func (c *Controller) setNotAdmitted(pg *v1alpha1.PodGroup, v *podView, reason, msg, eventType, eventReason string, now time.Time) {
+// waiting is a wait that ends by itself: a Normal Waiting event.
+func waiting(reason, msg string) *notAdmitted {
+	return &notAdmitted{reason: reason, message: msg, eventType: corev1.EventTypeNormal, eventReason: scheduling.EventWaiting}
+}
+
+// warning is a wait that only the user can end: a Warning event.
+func warning(reason, msg, eventReason string) *notAdmitted {
+	return &notAdmitted{reason: reason, message: msg, eventType: corev1.EventTypeWarning, eventReason: eventReason}
+}
+
+// recordNotAdmitted writes Admitted=False with n's reason and message. The
+// condition's message keeps the latest count; the event is recorded only
+// when the reason changes, not for every pod that arrives.
+func (c *Controller) recordNotAdmitted(pg *v1alpha1.PodGroup, v *podView, n *notAdmitted, now time.Time) {
 	// The old reason is copied: setCondition changes the condition in place.
 	oldReason := ""
 	if old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); old != nil {
 		oldReason = old.Reason
 	}
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, msg, now)
-	if oldReason != reason {
+	if n.restart && oldReason != "" && oldReason != n.reason {
+		// Admitted was False already: only a new condition restarts its
+		// lastTransitionTime.
+		meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+	}
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, n.reason, n.message, now)
+	if oldReason != n.reason {
+		eventType, eventReason, msg := n.eventType, n.eventReason, n.message
 		v.onceWritten(func() { c.recorder.Event(pg, eventType, eventReason, msg) })
+	}
+}
+
+// recordPreempted writes Preempted=True and Admitted=False, with reason and
+// why (Admitted's message adds then), to a group, and drops its placements
+// and reservations: its capacity goes to others, and it waits whole again.
+// Its own sync then evicts its released pods (step 9c). Step 6b
+// (partialpreemption.go) and step 9b (preemption.go) decide it.
+func recordPreempted(pg *v1alpha1.PodGroup, reason, why, then string, now time.Time) {
+	setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, reason, why, now)
+	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, why+then, now)
+	pg.Status.Placements, pg.Status.Reservations = nil, nil
+	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
+		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, reason, why, now)
+	}
+}
+
+// recordRecovery writes what step 5b (restored.go) found missing from the
+// group's counts: the counters raised to the counted pods that exist, and
+// CountsRecovered=True saying by how many. Counted pods ran, so a group
+// whose status lost its admission, and that has no group gates, is
+// admitted again (reason AdmittedBeforeRestore).
+func recordRecovery(pg *v1alpha1.PodGroup, r lostCounts, now time.Time) {
+	pg.Status.Succeeded += r.succeeded
+	pg.Status.Failed += r.failed
+	setCondition(pg, v1alpha1.ConditionCountsRecovered, metav1.ConditionTrue, scheduling.ReasonCountedPodsMissing, fmt.Sprintf(
+		"%d succeeded and %d failed pods that Muster had counted for this group were missing from its status, which is older "+
+			"than Muster's writes (was Muster's etcd restored from a snapshot?); the counts now include them (%d succeeded, %d failed). "+
+			"Pods counted and deleted since cannot be counted again, so the counts may be short",
+		r.succeeded, r.failed, pg.Status.Succeeded, pg.Status.Failed), now)
+	if r.readmit {
+		setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonAdmittedBeforeRestore,
+			"pods Muster counted for this group ran, so it had been admitted before its status was restored", now)
+		if pg.Status.AdmissionTime == nil {
+			t := metav1.NewTime(now)
+			pg.Status.AdmissionTime = &t
+		}
 	}
 }

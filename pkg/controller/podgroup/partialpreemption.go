@@ -10,29 +10,28 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// completePartialPreemption is step 6b: kube-scheduler preempts pod by pod,
-// so when it preempted a pod of an admitted gang (DisruptionTarget with
+// preemptedPartly is step 6b: kube-scheduler preempts pod by pod, so
+// when it preempted a pod of an admitted gang (DisruptionTarget with
 // reason PreemptionByScheduler), the rest of the gang would run on short,
 // the very waste a gang exists to prevent. Muster releases gangs only where
 // kube-scheduler has no reason to preempt, but a pod Muster does not model,
 // or a view of the cluster a moment behind kube-scheduler's, can still let
-// it happen. The group is then preempted whole, as if by Muster:
-// Preempted=True and Admitted=False with reason PreemptionByScheduler, its
-// placements and reservations dropped, and step 9c evicts its released
-// pods in this same sync. It waits whole again, as any preempted gang. It
-// returns why it preempted the group, or "".
-func completePartialPreemption(pg *v1alpha1.PodGroup, v *podView, now time.Time) string {
+// it happen. The group is then preempted whole, as if by Muster: sync has
+// recordPreempted (decision.go) write Preempted=True and Admitted=False
+// with reason PreemptionByScheduler, dropping its placements and
+// reservations, and step 9c evicts its released pods in this same sync. It
+// waits whole again, as any preempted gang. It returns why the group is
+// preempted, and what follows, or "" to leave it be.
+func preemptedPartly(pg *v1alpha1.PodGroup, v *podView) (why, then string) {
 	if !isAdmitted(pg) || isFinished(pg) || meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
-		return ""
+		return "", ""
 	}
 	p := preemptedByScheduler(pg, v)
 	if p == nil {
-		return ""
+		return "", ""
 	}
-	why := fmt.Sprintf("kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority", p.Name, p.Spec.NodeName)
-	markPreempted(pg, corev1.PodReasonPreemptionByScheduler, why,
-		"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again", now)
-	return why
+	return fmt.Sprintf("kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority", p.Name, p.Spec.NodeName),
+		"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again"
 }
 
 // preemptedByScheduler is a pod of the group that kube-scheduler preempted

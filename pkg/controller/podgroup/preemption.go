@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -93,7 +91,7 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 		if at := pg.Status.AdmissionTime; at != nil && at.After(decided.Time) {
 			return nil // admitted again since: not the gang that was chosen.
 		}
-		markPreempted(pg, scheduling.ReasonPreemptionByMuster, why, "; its released pods are evicted, and it waits whole again", c.clock.Now())
+		recordPreempted(pg, scheduling.ReasonPreemptionByMuster, why, "; its released pods are evicted, and it waits whole again", c.clock.Now())
 		updated, err := client.UpdateStatus(ctx, pg, statusUpdateOptions)
 		if err != nil {
 			return err
@@ -112,19 +110,6 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 		c.queue.Add(groupKey(v.Namespace, v.Name))
 	}
 	return nil
-}
-
-// markPreempted writes Preempted=True and Admitted=False, with reason and
-// why (Admitted's message adds then), to a group, and drops its placements
-// and reservations: its capacity goes to others, and it waits whole again.
-// Its own sync then evicts its released pods (step 9c).
-func markPreempted(pg *v1alpha1.PodGroup, reason, why, then string, now time.Time) {
-	setCondition(pg, v1alpha1.ConditionPreempted, metav1.ConditionTrue, reason, why, now)
-	setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, reason, why+then, now)
-	pg.Status.Placements, pg.Status.Reservations = nil, nil
-	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionCapacityReserved) {
-		setCondition(pg, v1alpha1.ConditionCapacityReserved, metav1.ConditionFalse, reason, why, now)
-	}
 }
 
 // evictUnmanaged evicts a victim pod that Muster does not manage

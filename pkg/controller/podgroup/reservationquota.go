@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,25 +35,24 @@ import (
 var podQuota = core.NewPodEvaluator(nil, clock.RealClock{})
 
 // checkReservationQuota is step 6's check of reserved places against the
-// namespace's quotas; it reports whether the gang may be admitted.
-func (c *Controller) checkReservationQuota(pg *v1alpha1.PodGroup, v *podView, missing map[string]int32, now time.Time) bool {
+// namespace's quotas: nil when the gang may be admitted.
+func (c *Controller) checkReservationQuota(pg *v1alpha1.PodGroup, missing map[string]int32) *notAdmitted {
 	if c.quotaLister == nil || len(missing) == 0 {
-		return true
+		return nil
 	}
 	quotas, err := c.quotaLister.ResourceQuotas(pg.Namespace).List(labels.Everything())
 	if err != nil || len(quotas) == 0 {
-		return true
+		return nil
 	}
 	msg, err := reservationOverQuota(pg, missing, quotas)
 	if err != nil {
 		klog.Background().Error(err, "Evaluating reserved places against quota", "podGroup", klog.KObj(pg))
-		return true
+		return nil
 	}
 	if msg == "" {
-		return true
+		return nil
 	}
-	c.setNotAdmitted(pg, v, scheduling.ReasonReservationOverQuota, truncate(msg), corev1.EventTypeWarning, scheduling.EventWaiting, now)
-	return false
+	return warning(scheduling.ReasonReservationOverQuota, truncate(msg), scheduling.EventWaiting)
 }
 
 // reservationOverQuota says which quota the places reserved for missing

@@ -1,18 +1,26 @@
 package podgroup
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// recoverCounts is step 5b: it finds counts the group's status lost.
+// lostCounts is what step 5b found missing from a group's status.
+type lostCounts struct {
+	// succeeded and failed are the counted pods that exist and that status
+	// does not hold.
+	succeeded, failed int32
+	// readmit: the group's status lost its admission too.
+	readmit bool
+}
+
+// recoverCounts is step 5b: it finds counts the group's status lost, and
+// has recordRecovery (decision.go) write them.
 //
 // Step 10 labels each pod whose end it counted (scheduling.CountedLabel,
 // with the result and the group's UID) in the patch that takes its
@@ -31,6 +39,14 @@ import (
 // status says otherwise is admitted again (reason AdmittedBeforeRestore),
 // as admission is never undone, so that step 12 can finish it.
 func recoverCounts(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) {
+	if lost, ok := findLostCounts(pg, pods); ok {
+		recordRecovery(pg, lost, now)
+	}
+}
+
+// findLostCounts compares the pods counted for pg with its status, and
+// reports whether any are missing from it.
+func findLostCounts(pg *v1alpha1.PodGroup, pods []*corev1.Pod) (lostCounts, bool) {
 	var succeeded, failed int32
 	for _, p := range pods {
 		if scheduling.HasTrackingFinalizer(p) {
@@ -50,25 +66,12 @@ func recoverCounts(pg *v1alpha1.PodGroup, pods []*corev1.Pod, now time.Time) {
 		knownSucceeded += int32(len(u.Succeeded))
 		knownFailed += int32(len(u.Failed))
 	}
-	missingSucceeded, missingFailed := max(0, succeeded-knownSucceeded), max(0, failed-knownFailed)
-	if missingSucceeded == 0 && missingFailed == 0 {
-		return
+	lost := lostCounts{
+		succeeded: max(0, succeeded-knownSucceeded),
+		failed:    max(0, failed-knownFailed),
+		readmit:   !isAdmitted(pg) && len(pg.Spec.SchedulingGates) == 0,
 	}
-	pg.Status.Succeeded += missingSucceeded
-	pg.Status.Failed += missingFailed
-	setCondition(pg, v1alpha1.ConditionCountsRecovered, metav1.ConditionTrue, scheduling.ReasonCountedPodsMissing, fmt.Sprintf(
-		"%d succeeded and %d failed pods that Muster had counted for this group were missing from its status, which is older "+
-			"than Muster's writes (was Muster's etcd restored from a snapshot?); the counts now include them (%d succeeded, %d failed). "+
-			"Pods counted and deleted since cannot be counted again, so the counts may be short",
-		missingSucceeded, missingFailed, pg.Status.Succeeded, pg.Status.Failed), now)
-	if !isAdmitted(pg) && len(pg.Spec.SchedulingGates) == 0 {
-		setCondition(pg, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, scheduling.ReasonAdmittedBeforeRestore,
-			"pods Muster counted for this group ran, so it had been admitted before its status was restored", now)
-		if pg.Status.AdmissionTime == nil {
-			t := metav1.NewTime(now)
-			pg.Status.AdmissionTime = &t
-		}
-	}
+	return lost, lost.succeeded > 0 || lost.failed > 0
 }
 
 // countsRecovered says whether recoverCounts ever raised the group's

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -116,50 +114,18 @@ func rejectedMessage(err error) string {
 	return err.Error()
 }
 
-// giveUpStatus is step 8's answer to a status write refused for good
-// (issue 21, item 3): writing the same decision again would be refused
-// again, for ever, while the capacity assumed for it stayed held. So the
-// decision is dropped with its assumed capacity (admitter.Drop), admission
-// waits for the group (rejections, with backoff, or until its spec
-// changes), and a minimal write of the stored status says why: a group not
-// admitted gets Admitted=False/StatusRejected naming the refused field; an
-// admitted one keeps its condition, since admission cannot be undone, and
-// only the Warning event says it. It returns when to look again.
-func (c *Controller) giveUpStatus(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (time.Duration, error) {
+// giveUp is step 8b's decision on a status write refused for good (issue
+// 21, item 3): writing the same decision again would be refused again, for
+// ever, while the capacity assumed for it stayed held. So the decision is
+// dropped with its assumed capacity (admitter.Drop), and admission waits
+// for the group (rejections, with backoff, or until its spec changes). It
+// returns why, for writeGivenUp (sync.go) to record, and when to look
+// again.
+func (c *Controller) giveUp(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, writeErr error, now time.Time) (*notAdmitted, time.Duration) {
 	c.admitter.Drop(key)
 	what := rejectedMessage(writeErr)
 	backoff := c.memory.reject(key, pg.Generation, what, now)
 	msg := truncate(fmt.Sprintf("the API refused this group's status write for good: %s; the decision it carried and the capacity assumed for it were given back, and admission decides again in %s or once the spec changes", what, backoff))
 	klog.FromContext(ctx).Info("Status write refused for good; gave up its decision", "err", writeErr, "backoff", backoff)
-	minimal := pg.DeepCopy()
-	v := &podView{}
-	if !isAdmitted(minimal) {
-		c.setNotAdmitted(minimal, v, scheduling.ReasonStatusRejected, msg, corev1.EventTypeWarning, scheduling.EventStatusRejected, now)
-	}
-	if _, _, wrote, err := c.writeStatus(ctx, key, pg, minimal, now); err != nil {
-		return 0, errors.Join(writeErr, fmt.Errorf("recording that the status write was refused: %w", err))
-	} else if wrote {
-		v.written()
-	}
-	if isAdmitted(minimal) {
-		c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventStatusRejected, msg)
-	}
-	return backoff, nil
-}
-
-// checkMinCount is step 6's bound on a gang (issue 21, item 3): a gang of
-// more than MaxGangMinCount pods could never be admitted, since its
-// placements would not fit in status.placements. Such a group gets
-// Admitted=False/MinCountTooLarge naming the field and the rule, in both
-// admission modes, instead of a decision whose status write is refused.
-func (c *Controller) checkMinCount(pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
-	n := minCount(pg)
-	if n <= scheduling.MaxGangMinCount {
-		return true
-	}
-	err := field.Invalid(field.NewPath("spec", "schedulingPolicy", "gang", "minCount"), n,
-		fmt.Sprintf("must be at most %d (MaxGangMinCount): a gang is admitted with its placements recorded in status.placements, which holds at most %d; lower minCount (or the pods' %s annotation) to admit it",
-			scheduling.MaxGangMinCount, scheduling.MaxPlacements, scheduling.MinCountAnnotation))
-	c.setNotAdmitted(pg, v, scheduling.ReasonMinCountTooLarge, err.Error(), corev1.EventTypeWarning, scheduling.EventWaiting, now)
-	return false
+	return warning(scheduling.ReasonStatusRejected, msg, scheduling.EventStatusRejected), backoff
 }

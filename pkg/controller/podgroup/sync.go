@@ -81,12 +81,13 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	setCounters(next, view)       // step 4
 	c.checkRoles(next, pods, now) // step 4b, roles.go
 	prunePlacements(next, view)
-	c.refuseRecounts(key, next, view)                                 // step 5a, recount.go
-	recoverCounts(next, pods, now)                                    // step 5b, restored.go
-	moreToRecord, deferFor := c.recordFinished(key, next, view, now)  // step 5
-	admitted := c.admit(next, view, pods, now)                        // step 6
-	if why := completePartialPreemption(next, view, now); why != "" { // step 6b, partialpreemption.go
+	c.refuseRecounts(key, next, view)                                // step 5a, recount.go
+	recoverCounts(next, pods, now)                                   // step 5b, restored.go
+	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
+	admitted := c.admit(next, view, pods, now)                       // step 6
+	if why, then := preemptedPartly(next, view); why != "" {         // step 6b, partialpreemption.go
 		admitted = false
+		recordPreempted(next, corev1.PodReasonPreemptionByScheduler, why, then, now) // decision.go
 		view.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventPreempted, why) })
 	}
 	markScheduled(next, view, now)                        // step 7
@@ -100,7 +101,8 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 		if refusedForGood(err) {
 			// Step 8b: the same write would be refused for ever; give up its
 			// decision instead of retrying it (statusrejected.go).
-			retryAfter, err = c.giveUpStatus(ctx, key, pg, err, now)
+			n, backoff := c.giveUp(ctx, key, pg, err, now)
+			retryAfter, err = backoff, c.writeGivenUp(ctx, key, pg, n, err, now)
 		}
 		// Nothing this sync decided may act, but releasing the pods whose end
 		// the stored status already records, and deleted pods that never
@@ -195,6 +197,30 @@ func (c *Controller) writeStatus(ctx context.Context, key scheduling.GroupKey, p
 	c.markFlushed(key)
 	c.memory.wrote(key, pg, updated)
 	return updated, 0, true, nil
+}
+
+// writeGivenUp is step 8b's write, after giveUp (statusrejected.go): a
+// minimal write of the stored status says why the decision was given up. A
+// group not admitted gets n, Admitted=False/StatusRejected naming the
+// refused field; an admitted one keeps its condition, since admission
+// cannot be undone, and only the Warning event says it. Once that is
+// written, the refused write is handled: it returns nil, or writeErr with
+// the error of this write if it failed too.
+func (c *Controller) writeGivenUp(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, n *notAdmitted, writeErr error, now time.Time) error {
+	minimal := pg.DeepCopy()
+	v := &podView{}
+	if !isAdmitted(minimal) {
+		c.recordNotAdmitted(minimal, v, n, now) // decision.go
+	}
+	if _, _, wrote, err := c.writeStatus(ctx, key, pg, minimal, now); err != nil {
+		return errors.Join(writeErr, fmt.Errorf("recording that the status write was refused: %w", err))
+	} else if wrote {
+		v.written()
+	}
+	if isAdmitted(minimal) {
+		c.recorder.Event(pg, n.eventType, n.eventReason, n.message)
+	}
+	return nil
 }
 
 func moreToRecordDelay(more bool) time.Duration {

@@ -21,7 +21,7 @@ import (
 // finished, counted every pod, and has no pod left, it is deleted
 // --created-group-ttl after its completion, as the Job TTL controller
 // deletes finished Jobs; one never admitted whose pods are all gone is
-// deleted as long after its last pod went (setNoPods). The deletion is guarded by the group's UID and
+// deleted as long after its last pod went (noPods). The deletion is guarded by the group's UID and
 // resourceVersion, so a group re-created or changed meanwhile is kept. It
 // returns when to look again.
 func (c *Controller) expireCreated(ctx context.Context, pg *v1alpha1.PodGroup, v *podView, now time.Time) (time.Duration, error) {
@@ -72,24 +72,21 @@ func createdFromPods(pg *v1alpha1.PodGroup) bool {
 	return created
 }
 
-// setNoPods is step 6 for a group created from pod annotations that was
-// never admitted and has no pod left (issue 21, item 5): every pod that
-// asked for it was deleted before its gang was admitted. It gets
-// Admitted=False/NoPods, whose lastTransitionTime is when the last pod went,
-// so that step 14 deletes it CreatedGroupTTL later, a restart
-// notwithstanding. Without it such a group, and the roles template it may
-// carry, stayed for ever. A pod that comes back ends the wait: the group
-// waits for pods again.
-func (c *Controller) setNoPods(pg *v1alpha1.PodGroup, v *podView, now time.Time) {
-	if old := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); old != nil && old.Reason != scheduling.ReasonNoPods {
-		// Admitted was False already: only a new condition restarts its
-		// lastTransitionTime, which the TTL is measured from.
-		meta.RemoveStatusCondition(&pg.Status.Conditions, v1alpha1.ConditionAdmitted)
-	}
+// noPods is step 6's finding for a group created from pod annotations
+// that was never admitted and has no pod left (issue 21, item 5): every pod
+// that asked for it was deleted before its gang was admitted. It gets
+// Admitted=False/NoPods, set anew (restart) so that its lastTransitionTime
+// is when the last pod went, and step 14 deletes it CreatedGroupTTL later,
+// a restart notwithstanding. Without it such a group, and the roles
+// template it may carry, stayed for ever. A pod that comes back ends the
+// wait: the group waits for pods again.
+func (c *Controller) noPods(pg *v1alpha1.PodGroup) *notAdmitted {
 	what := "never admitted"
 	if meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
 		what = "preempted"
 	}
-	c.setWaiting(pg, v, scheduling.ReasonNoPods, fmt.Sprintf("was created from pod annotations and %s, and has no pod left; "+
-		"it is deleted %s after its last pod went (--created-group-ttl), unless a pod of it appears", what, c.cfg.CreatedGroupTTL), now)
+	n := waiting(scheduling.ReasonNoPods, fmt.Sprintf("was created from pod annotations and %s, and has no pod left; "+
+		"it is deleted %s after its last pod went (--created-group-ttl), unless a pod of it appears", what, c.cfg.CreatedGroupTTL))
+	n.restart = true
+	return n
 }
