@@ -6,60 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
-
-// recordFinished is step 5 of docs/controller.md (KEP-2307's first write):
-// the UIDs of finished pods that still
-// carry the tracking finalizer go into status.uncountedTerminatedPods, which
-// is written before any finalizer comes off. Each list holds at most 500
-// UIDs; moreToRecord says a further batch is waiting. While a group's pods
-// keep finishing, new UIDs are recorded at most once per StatusBatchPeriod
-// (deferFor says when next), unless a full batch is ready or the group has
-// nothing active left, so that the end of a gang is never delayed.
-func (c *Controller) recordFinished(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView, now time.Time) (moreToRecord bool, deferFor time.Duration) {
-	u := pg.Status.UncountedTerminatedPods
-	if u == nil {
-		u = &v1alpha1.UncountedTerminatedPods{}
-	}
-	recorded := sets.New(u.Succeeded...).Insert(u.Failed...)
-	var fresh []types.UID
-	for uid := range v.finished {
-		if !recorded.Has(uid) && !c.memory.expecting(key, finalizersRemoved, uid) {
-			fresh = append(fresh, uid)
-		}
-	}
-	if len(fresh) == 0 {
-		return false, 0
-	}
-	if wait := c.flushWait(key, now); wait > 0 && v.active > 0 && len(fresh) < scheduling.MaxUncountedTerminatedPods {
-		return false, wait
-	}
-	slices.Sort(fresh) // a stable order keeps retries identical.
-	for _, uid := range fresh {
-		switch {
-		case v.finished[uid] == resultSucceeded && len(u.Succeeded) < scheduling.MaxUncountedTerminatedPods:
-			u.Succeeded = append(u.Succeeded, uid)
-		case v.finished[uid] == resultFailed && len(u.Failed) < scheduling.MaxUncountedTerminatedPods:
-			u.Failed = append(u.Failed, uid)
-			if v.preempted[uid] || evictedWhilePreempted(pg, v.withFinalizer[uid]) {
-				u.Preempted = append(u.Preempted, uid)
-			}
-		default:
-			moreToRecord = true
-		}
-	}
-	pg.Status.UncountedTerminatedPods = u
-	recordRoleFinished(pg, v)
-	return moreToRecord, 0
-}
 
 // removeFinalizers is step 10: the finalizer comes off every pod whose UID is
 // recorded in status, and off deleted pods that never ran. It returns the
@@ -162,31 +115,6 @@ func (c *Controller) countRemoved(pg *v1alpha1.PodGroup, v *podView, removed set
 		return
 	}
 	pg.Status.UncountedTerminatedPods = &v1alpha1.UncountedTerminatedPods{Succeeded: keepS, Failed: keepF, Preempted: keepP}
-}
-
-// flushWait is how long a refresh of the group's status, or a batch of
-// finished pods, waits before it is written: StatusBatchPeriod from the
-// first change that had to wait. So the pods of a gang that arrive, start
-// or finish together cost one write, not one per pod, and a decision
-// written meanwhile carries every waiting change along for free.
-func (c *Controller) flushWait(key scheduling.GroupKey, now time.Time) time.Duration {
-	c.memory.mu.Lock()
-	defer c.memory.mu.Unlock()
-	m := c.memory.of(key)
-	if m.batchStart.IsZero() {
-		m.batchStart = now
-	}
-	return m.batchStart.Add(c.cfg.StatusBatchPeriod).Sub(now)
-}
-
-// markFlushed ends the group's batch: the status just written carries
-// every change that waited.
-func (c *Controller) markFlushed(key scheduling.GroupKey) {
-	c.memory.mu.Lock()
-	defer c.memory.mu.Unlock()
-	if m := c.memory.peek(key); m != nil {
-		m.batchStart = time.Time{}
-	}
 }
 
 // accountingDone reports whether every finished pod is in the counters: a

@@ -2,7 +2,6 @@ package podgroup
 
 import (
 	"context"
-	k8smetrics "k8s.io/component-base/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	k8smetrics "k8s.io/component-base/metrics"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"

@@ -7,21 +7,34 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// preemptedPartly is step 6b: kube-scheduler preempts pod by pod, so
+// completePartialPreemption is step 6b: kube-scheduler preempts pod by pod, so
 // when it preempted a pod of an admitted gang (DisruptionTarget with
 // reason PreemptionByScheduler), the rest of the gang would run on short,
 // the very waste a gang exists to prevent. Muster releases gangs only where
 // kube-scheduler has no reason to preempt, but a pod Muster does not model,
 // or a view of the cluster a moment behind kube-scheduler's, can still let
-// it happen. The group is then preempted whole, as if by Muster: sync has
-// recordPreempted (decision.go) write Preempted=True and Admitted=False
+// it happen. The group is then preempted whole, as if by Muster:
+// recordPreempted (decision.go) writes Preempted=True and Admitted=False
 // with reason PreemptionByScheduler, dropping its placements and
 // reservations, and step 9c evicts its released pods in this same sync. It
-// waits whole again, as any preempted gang. It returns why the group is
-// preempted, and what follows, or "" to leave it be.
+// waits whole again, as any preempted gang, and a Preempted event on the
+// stored group says why. It reports whether it preempted the group.
+func (c *Controller) completePartialPreemption(stored, pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
+	why, then := preemptedPartly(pg, v)
+	if why == "" {
+		return false
+	}
+	recordPreempted(pg, corev1.PodReasonPreemptionByScheduler, why, then, now) // decision.go
+	v.onceWritten(func() { c.recorder.Event(stored, corev1.EventTypeWarning, scheduling.EventPreempted, why) })
+	return true
+}
+
+// preemptedPartly is what step 6b decides: why pg is preempted, and what
+// follows, or "" to leave it be.
 func preemptedPartly(pg *v1alpha1.PodGroup, v *podView) (why, then string) {
 	if !isAdmitted(pg) || isFinished(pg) || meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
 		return "", ""

@@ -7,12 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -70,7 +68,15 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if pg.DeletionTimestamp != nil {
 		return 0, c.cleanup(ctx, pg, pods)
 	}
+	return c.syncGroup(ctx, key, pg, pods)
+}
 
+// syncGroup is steps 2 to 14 for a group that exists, is managed and is
+// not being deleted. Each step is a call to the file docs/controller.md
+// names for it, in the order it gives; TestSyncWalksEachFileOnce checks
+// that the calls enter each file once, but for the files the docs'
+// "Walking one sync" names and says why.
+func (c *Controller) syncGroup(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, pods []*corev1.Pod) (time.Duration, error) {
 	now := c.clock.Now()
 	view := classifyPods(pods, now, c.cfg.FastRelease) // step 2
 	c.checkMinCountAnnotations(pg, pods)               // step 3
@@ -85,10 +91,8 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	recoverCounts(next, pods, now)                                   // step 5b, restored.go
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
 	admitted := c.admit(next, view, pods, now)                       // step 6
-	if why, then := preemptedPartly(next, view); why != "" {         // step 6b, partialpreemption.go
+	if c.completePartialPreemption(pg, next, view, now) {            // step 6b, partialpreemption.go
 		admitted = false
-		recordPreempted(next, corev1.PodReasonPreemptionByScheduler, why, then, now) // decision.go
-		view.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeWarning, scheduling.EventPreempted, why) })
 	}
 	markScheduled(next, view, now)                        // step 7
 	stalledAfter := c.checkStalled(next, view, pods, now) // step 7b
@@ -134,21 +138,17 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	// take the finalizer off counted pods. A failed pod write in step 9 does
 	// not stop step 10 or the count: its error is returned at the end, so
 	// the group is synced again.
-	actErr := c.adopt(ctx, pg, view) // step 9a
-	if admitted {                    // step 9
-		actErr = errors.Join(actErr, c.ungate(ctx, pg, view))
-	} else if isFinished(pg) {
-		c.warnFinishedJoiners(pg, view)
-	}
-	actErr = errors.Join(actErr, c.markVictims(ctx, pg))          // step 9b, preemption.go
-	actErr = errors.Join(actErr, c.evictPreempted(ctx, pg, view)) // step 9c, evict.go
-	removed, removeErr := c.removeFinalizers(ctx, pg, view)       // step 10
+	actErr := c.adopt(ctx, pg, view)                                 // step 9a
+	actErr = errors.Join(actErr, c.release(ctx, pg, view, admitted)) // step 9, release.go
+	actErr = errors.Join(actErr, c.markVictims(ctx, pg))             // step 9b, preemption.go
+	actErr = errors.Join(actErr, c.evictPreempted(ctx, pg, view))    // step 9c, evict.go
+	removed, removeErr := c.removeFinalizers(ctx, pg, view)          // step 10
 	actErr = errors.Join(actErr, removeErr)
 
 	// Count, steps 11 to 13: what lost its finalizer, and finish the group
 	// if it is done.
+	// deferred carries step 4's counters: written, or waiting for the batch.
 	next = deferred.DeepCopy()
-	setCounters(next, view)
 	next.Status.ObservedGeneration = pg.Generation
 	c.countRemoved(next, view, removed)                                  // step 11
 	finishAfter := c.finish(next, view, pods, removed, now)              // step 12
@@ -168,59 +168,6 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 		return 0, err
 	}
 	return view.requeueAfter(now, moreToRecordDelay(moreToRecord), deferFor, finishAfter, flushAfter, stalledAfter, expireAfter), nil
-}
-
-// writeStatus writes next's status and returns the stored group. A status
-// that records a decision (see decisions) is written at once. One that only
-// refreshes counters or messages is written at most once per
-// StatusBatchPeriod: then writeStatus keeps pg and says when to flush, so
-// that a gang whose pods change state together costs a few writes, not one
-// per pod event. wrote says whether it wrote: only then do the side effects
-// of the decisions in next (podView.onceWritten) happen.
-func (c *Controller) writeStatus(ctx context.Context, key scheduling.GroupKey, pg, next *v1alpha1.PodGroup, now time.Time) (stored *v1alpha1.PodGroup, flushAfter time.Duration, wrote bool, err error) {
-	if equalStatus(pg, next) {
-		return pg, 0, false, nil
-	}
-	decision := decisionChanged(pg, next)
-	if !decision {
-		if wait := c.flushWait(key, now); wait > 0 {
-			return pg, wait, false, nil
-		}
-	}
-	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Writing status", "decision", decision, "old", decisionsOf(&pg.Status), "new", decisionsOf(&next.Status))
-	}
-	updated, err := c.muster.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, next, statusUpdateOptions)
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("writing status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
-	}
-	c.markFlushed(key)
-	c.memory.wrote(key, pg, updated)
-	return updated, 0, true, nil
-}
-
-// writeGivenUp is step 8b's write, after giveUp (statusrejected.go): a
-// minimal write of the stored status says why the decision was given up. A
-// group not admitted gets n, Admitted=False/StatusRejected naming the
-// refused field; an admitted one keeps its condition, since admission
-// cannot be undone, and only the Warning event says it. Once that is
-// written, the refused write is handled: it returns nil, or writeErr with
-// the error of this write if it failed too.
-func (c *Controller) writeGivenUp(ctx context.Context, key scheduling.GroupKey, pg *v1alpha1.PodGroup, n *notAdmitted, writeErr error, now time.Time) error {
-	minimal := pg.DeepCopy()
-	v := &podView{}
-	if !isAdmitted(minimal) {
-		c.recordNotAdmitted(minimal, v, n, now) // decision.go
-	}
-	if _, _, wrote, err := c.writeStatus(ctx, key, pg, minimal, now); err != nil {
-		return errors.Join(writeErr, fmt.Errorf("recording that the status write was refused: %w", err))
-	} else if wrote {
-		v.written()
-	}
-	if isAdmitted(minimal) {
-		c.recorder.Event(pg, n.eventType, n.eventReason, n.message)
-	}
-	return nil
 }
 
 func moreToRecordDelay(more bool) time.Duration {
