@@ -4,7 +4,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -59,6 +61,12 @@ type Condition struct {
 type Event struct {
 	Type, Reason, Message string
 }
+
+// Announce is how a mode tells the controller of what it did for a group
+// outside a sync: a capacity request made, provided for, or withdrawn. The
+// controller says it on the group, as an event: a mode records nothing on
+// a PodGroup itself.
+type Announce func(key scheduling.GroupKey, uid types.UID, e Event)
 
 // Set adds a condition to set, after those added before.
 func (d *Decision) Set(typ string, status metav1.ConditionStatus, reason, message string) {

@@ -9,11 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -47,7 +45,7 @@ type autoscaler struct {
 	image    string
 	strict   bool
 	clock    clock.PassiveClock
-	recorder record.EventRecorder
+	announce admission.Announce
 	metrics  Metrics
 	work     workqueue.TypedRateLimitingInterface[scheduling.GroupKey]
 	// poke asks admission for a cycle.
@@ -100,7 +98,7 @@ type requestBackoff struct {
 	message  string
 }
 
-func newAutoscaler(opts AutoscalingOptions, strict bool, recorder record.EventRecorder, clk clock.PassiveClock, m Metrics, poke func()) *autoscaler {
+func newAutoscaler(opts AutoscalingOptions, strict bool, announce admission.Announce, clk clock.PassiveClock, m Metrics, poke func()) *autoscaler {
 	return &autoscaler{
 		req:         opts.Requester,
 		timeout:     opts.Timeout,
@@ -108,7 +106,7 @@ func newAutoscaler(opts AutoscalingOptions, strict bool, recorder record.EventRe
 		image:       opts.Image,
 		strict:      strict,
 		clock:       clk,
-		recorder:    recorder,
+		announce:    announce,
 		metrics:     m,
 		poke:        poke,
 		work:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "capacity-requests"}),
@@ -297,9 +295,9 @@ func (s *autoscaler) announceProvisioned(key scheduling.GroupKey, d autoscaling.
 		return
 	}
 	s.provisioned[key] = st.Hash
-	s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityProvisioned,
+	s.announce(key, d.UID, admission.Event{Type: corev1.EventTypeNormal, Reason: scheduling.EventCapacityProvisioned, Message: fmt.Sprintf(
 		"the autoscaler provided room for the gang, asked for with %s at %s: %d of the %d pods asked for have it",
-		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)
+		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)})
 }
 
 // withdraw ends a request that timed out or was refused: the verdict says
@@ -320,7 +318,7 @@ func (s *autoscaler) withdraw(v *outcome, d autoscaling.Demand, st autoscaling.S
 	s.backoff[v.Key] = b
 	delete(s.provisioned, v.Key)
 	s.metrics.RequestWithdrawn(reason)
-	s.recorder.Event(groupRef(d), corev1.EventTypeWarning, scheduling.EventCapacityRequestWithdrawn, b.message)
+	s.announce(v.Key, d.UID, admission.Event{Type: corev1.EventTypeWarning, Reason: scheduling.EventCapacityRequestWithdrawn, Message: b.message})
 	v.Reason = scheduling.ReasonNodesNotProvisioned
 	v.Message = admission.Truncate(fmt.Sprintf("%s; asking again at %s", b.message, b.until.UTC().Format(time.RFC3339)))
 }
@@ -369,9 +367,9 @@ func (s *autoscaler) sync(ctx context.Context, key scheduling.GroupKey) error {
 	}
 	if !had || st.Hash != d.Hash {
 		s.metrics.Requested(s.req.Kind(), d.Pods())
-		s.recorder.Eventf(groupRef(d), corev1.EventTypeNormal, scheduling.EventCapacityRequested,
+		s.announce(key, d.UID, admission.Event{Type: corev1.EventTypeNormal, Reason: scheduling.EventCapacityRequested, Message: fmt.Sprintf(
 			"asked the autoscaler for room for %d pods, in %d shapes, with a %s request, since they do not fit the nodes there are",
-			d.Pods(), len(d.PodSets), s.req.Kind())
+			d.Pods(), len(d.PodSets), s.req.Kind())})
 	}
 	return nil
 }
@@ -388,9 +386,4 @@ func (s *autoscaler) beforeRelease(ctx context.Context, key scheduling.GroupKey)
 	// since it is no longer wanted.
 	defer s.busy.lock(key)()
 	return s.req.Withdraw(ctx, key)
-}
-
-// groupRef is the PodGroup an event is about.
-func groupRef(d autoscaling.Demand) *v1alpha1.PodGroup {
-	return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name, UID: d.UID}}
 }

@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/controller/admission"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
@@ -261,7 +261,7 @@ func TestAutoscalerPlan(t *testing.T) {
 			if tc.maxPods > 0 {
 				opts.MaxPods = int32(tc.maxPods)
 			}
-			s := newAutoscaler(opts, tc.strict, record.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
+			s := newAutoscaler(opts, tc.strict, discardAnnounce, clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
 			defer s.work.ShutDown()
 			for _, g := range tc.gangs {
 				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.name, UID: types.UID("uid-" + g.name)}}
@@ -329,8 +329,8 @@ func TestAutoscalerPlan(t *testing.T) {
 func TestAutoscalerSync(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
-	rec := record.NewFakeRecorder(100)
-	s := newAutoscaler(defaultAutoscaling(req), false, rec, clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
+	announce, announced := collectAnnounce(100)
+	s := newAutoscaler(defaultAutoscaling(req), false, announce, clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
@@ -343,7 +343,7 @@ func TestAutoscalerSync(t *testing.T) {
 	if len(req.requested) != 1 {
 		t.Fatalf("requests made: %v, want one", req.requested)
 	}
-	if ev := <-rec.Events; !strings.Contains(ev, scheduling.EventCapacityRequested) || !strings.Contains(ev, "8 pods, in 1 shapes") {
+	if ev := <-announced; !strings.Contains(ev, "ns/a uid-a Normal "+scheduling.EventCapacityRequested) || !strings.Contains(ev, "8 pods, in 1 shapes") {
 		t.Errorf("event %q", ev)
 	}
 	// Made already: a second sync makes nothing.
@@ -373,7 +373,7 @@ func TestAutoscalerSync(t *testing.T) {
 // its request, is the same whatever order its pods come in (the index has
 // none): else each sync would ask anew.
 func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
-	s := newAutoscaler(defaultAutoscaling(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}), false, record.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Unix(0, 0)), noMetrics{}, func() {})
+	s := newAutoscaler(defaultAutoscaling(&fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}), false, discardAnnounce, clocktesting.NewFakePassiveClock(time.Unix(0, 0)), noMetrics{}, func() {})
 	defer s.work.ShutDown()
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
 	pods := gpuPods("a", 4)
@@ -388,4 +388,16 @@ func TestAutoscalerDemandIgnoresPodOrder(t *testing.T) {
 	if got := s.demands[gk("ns/a")].demand.Hash; got != first {
 		t.Errorf("the same pods in another order make another demand: %s, then %s", first, got)
 	}
+}
+
+// discardAnnounce is an Announce that says nothing.
+func discardAnnounce(scheduling.GroupKey, types.UID, admission.Event) {}
+
+// collectAnnounce is an Announce that sends each announcement, as "key uid
+// type reason message", to a channel of n.
+func collectAnnounce(n int) (admission.Announce, chan string) {
+	ch := make(chan string, n)
+	return func(key scheduling.GroupKey, uid types.UID, e admission.Event) {
+		ch <- fmt.Sprintf("%s %s %s %s %s", key, uid, e.Type, e.Reason, e.Message)
+	}, ch
 }

@@ -14,7 +14,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -48,7 +47,6 @@ type Mode struct {
 	preemption           bool
 	preemptUnmanaged     bool
 	preemptionMinRuntime time.Duration
-	recorder             record.EventRecorder
 	clock                clock.PassiveClock
 	// enqueue hands a group to the sync workers, once a cycle decided for it.
 	enqueue func(key scheduling.GroupKey)
@@ -92,9 +90,10 @@ type AutoscalingOptions struct {
 // Env is what capacity admission is given of the controller: clients, the
 // node informer, and where its decisions go.
 type Env struct {
-	Kube     kubernetes.Interface
-	Nodes    coreinformers.NodeInformer
-	Recorder record.EventRecorder
+	Kube  kubernetes.Interface
+	Nodes coreinformers.NodeInformer
+	// Announce says on a group what the mode did for it outside a sync.
+	Announce admission.Announce
 	Clock    clock.PassiveClock
 	// Enqueue hands a group to the sync workers, once a cycle decided for it.
 	Enqueue func(key scheduling.GroupKey)
@@ -116,13 +115,12 @@ func New(opts Options, env Env) (*Mode, []cache.InformerSynced, error) {
 		preemption:           opts.Preemption,
 		preemptUnmanaged:     opts.PreemptUnmanaged,
 		preemptionMinRuntime: opts.PreemptionMinRuntime,
-		recorder:             env.Recorder,
 		clock:                env.Clock,
 		enqueue:              env.Enqueue,
 		metrics:              env.Metrics,
 	}
 	if as := opts.Autoscaling; as != nil {
-		a.autoscale = newAutoscaler(*as, opts.Strategy == capacity.StrictFIFO, env.Recorder, env.Clock, env.Metrics, a.queue.poke)
+		a.autoscale = newAutoscaler(*as, opts.Strategy == capacity.StrictFIFO, env.Announce, env.Clock, env.Metrics, a.queue.poke)
 	}
 	a.podStore = capacity.NewPodStore(a.tracker, a.queue.poke)
 	synced := []cache.InformerSynced{env.Nodes.Informer().HasSynced, a.podStore.HasSynced}

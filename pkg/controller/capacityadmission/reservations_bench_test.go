@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -45,8 +44,8 @@ func BenchmarkAdmitRoleCreatedLater(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			a := &Mode{
 				tracker: capacity.NewTracker(true), queue: newAdmissionQueue(), filters: f,
-				strategy: capacity.BestEffortFIFO, recorder: record.NewFakeRecorder(100),
-				clock: clocktesting.NewFakeClock(time.Unix(0, 0)), enqueue: func(scheduling.GroupKey) {}, metrics: noMetrics{},
+				strategy: capacity.BestEffortFIFO,
+				clock:    clocktesting.NewFakeClock(time.Unix(0, 0)), enqueue: func(scheduling.GroupKey) {}, metrics: noMetrics{},
 			}
 			for i := range nodes {
 				a.tracker.SetNode(benchNode(fmt.Sprintf("n%04d", i), "32"))

@@ -36,7 +36,7 @@ func (c *Controller) newAdmitter(nodes coreinformers.NodeInformer) (admission.Mo
 		}
 	}
 	a, synced, err := capacityadmission.New(opts, capacityadmission.Env{
-		Kube: c.kube, Nodes: nodes, Recorder: c.recorder, Clock: c.clock,
+		Kube: c.kube, Nodes: nodes, Announce: c.announce, Clock: c.clock,
 		Enqueue: c.queue.Add, Metrics: modeMetrics{c.metrics},
 	})
 	if err != nil {

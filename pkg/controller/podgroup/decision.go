@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -80,6 +81,14 @@ func (c *Controller) recordDecision(pg *v1alpha1.PodGroup, v *podView, d admissi
 	msg := d.Message
 	v.onceWritten(func() { c.recorder.Event(pg, corev1.EventTypeNormal, scheduling.EventAdmitted, msg) })
 	return true
+}
+
+// announce says on a group what the admission mode did for it outside a
+// sync (admission.Announce): the mode says what happened, and the
+// controller records it as an event on the PodGroup.
+func (c *Controller) announce(key scheduling.GroupKey, uid types.UID, e admission.Event) {
+	ref := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: uid}}
+	c.recorder.Event(ref, e.Type, e.Reason, e.Message)
 }
 
 // notAdmitted is a finding of step 6's own checks (admit.go) that the
