@@ -260,17 +260,7 @@ func (r *podRequester) Keys() []scheduling.GroupKey {
 
 // pods are the capacity-request pods of group key, from the informer.
 func (r *podRequester) pods(key scheduling.GroupKey) []*corev1.Pod {
-	objs, err := r.informer.GetIndexer().ByIndex(groupIndex, key.String())
-	if err != nil {
-		return nil
-	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			out = append(out, p)
-		}
-	}
-	return out
+	return indexedOf[*corev1.Pod](r.informer.GetIndexer(), key)
 }
 
 // trimRequestPod keeps of a capacity-request pod what Request and State

@@ -358,32 +358,12 @@ func (r *provisioningRequester) Keys() []scheduling.GroupKey {
 
 // requestsOf are the ProvisioningRequests of group key, from the informer.
 func (r *provisioningRequester) requestsOf(key scheduling.GroupKey) []*unstructured.Unstructured {
-	objs, err := r.requests.GetIndexer().ByIndex(groupIndex, key.String())
-	if err != nil {
-		return nil
-	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
-		}
-	}
-	return out
+	return indexedOf[*unstructured.Unstructured](r.requests.GetIndexer(), key)
 }
 
 // templatesOf are the PodTemplates of group key, from the informer.
 func (r *provisioningRequester) templatesOf(key scheduling.GroupKey) []*corev1.PodTemplate {
-	objs, err := r.templates.GetIndexer().ByIndex(groupIndex, key.String())
-	if err != nil {
-		return nil
-	}
-	out := make([]*corev1.PodTemplate, 0, len(objs))
-	for _, o := range objs {
-		if t, ok := o.(*corev1.PodTemplate); ok {
-			out = append(out, t)
-		}
-	}
-	return out
+	return indexedOf[*corev1.PodTemplate](r.templates.GetIndexer(), key)
 }
 
 // groupKeys indexes what a request created by its group's key: its
@@ -421,6 +401,22 @@ func indexedKeys(indexer cache.Indexer) []scheduling.GroupKey {
 		}
 	}
 	return keys
+}
+
+// indexedOf are the objects of type T that indexer's groupIndex holds for
+// group key.
+func indexedOf[T any](indexer cache.Indexer, key scheduling.GroupKey) []T {
+	objs, err := indexer.ByIndex(groupIndex, key.String())
+	if err != nil {
+		return nil
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // trimRequest drops a ProvisioningRequest's managed fields, its largest

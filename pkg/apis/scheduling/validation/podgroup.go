@@ -251,13 +251,7 @@ func validatePreemption(p *scheduling.PodGroupPreemption, fldPath *field.Path) f
 		for _, msg := range apivalidation.NameIsDNSSubdomain(v.Name, false) {
 			allErrs = append(allErrs, field.Invalid(idx.Child("name"), v.Name, msg))
 		}
-		switch {
-		case v.UID == "":
-			allErrs = append(allErrs, field.Required(idx.Child("uid"), "the victim's UID is required"))
-		case seen.Has(v.UID):
-			allErrs = append(allErrs, field.Duplicate(idx.Child("uid"), v.UID))
-		}
-		seen.Insert(v.UID)
+		allErrs = append(allErrs, validateUniqueUID(v.UID, seen, idx.Child("uid"), "the victim's UID is required")...)
 		if v.Priority >= p.Priority {
 			allErrs = append(allErrs, field.Invalid(idx.Child("priority"), v.Priority, fmt.Sprintf("must be lower than preemption.priority (%d): a gang preempts only strictly lower priority", p.Priority)))
 		}
@@ -279,13 +273,7 @@ func validatePlacements(placements []scheduling.PodPlacement, fldPath *field.Pat
 		for _, msg := range apivalidation.NameIsDNSSubdomain(p.Pod, false) {
 			allErrs = append(allErrs, field.Invalid(idx.Child("pod"), p.Pod, msg))
 		}
-		switch {
-		case p.UID == "":
-			allErrs = append(allErrs, field.Required(idx.Child("uid"), "the pod's UID is required"))
-		case seen.Has(p.UID):
-			allErrs = append(allErrs, field.Duplicate(idx.Child("uid"), p.UID))
-		}
-		seen.Insert(p.UID)
+		allErrs = append(allErrs, validateUniqueUID(p.UID, seen, idx.Child("uid"), "the pod's UID is required")...)
 		for _, msg := range apivalidation.NameIsDNSSubdomain(p.Node, false) {
 			allErrs = append(allErrs, field.Invalid(idx.Child("node"), p.Node, msg))
 		}
@@ -318,4 +306,17 @@ func validatePodGroupStatusTransition(s, old *scheduling.PodGroupStatus, fldPath
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("conditions"), "condition Scheduled cannot leave True once it is True"))
 	}
 	return allErrs
+}
+
+// validateUniqueUID checks an entry's UID in a list keyed by UID: required
+// (required says what it is), and not already in seen, which it joins.
+func validateUniqueUID(uid types.UID, seen sets.Set[types.UID], fldPath *field.Path, required string) field.ErrorList {
+	defer seen.Insert(uid)
+	switch {
+	case uid == "":
+		return field.ErrorList{field.Required(fldPath, required)}
+	case seen.Has(uid):
+		return field.ErrorList{field.Duplicate(fldPath, uid)}
+	}
+	return nil
 }

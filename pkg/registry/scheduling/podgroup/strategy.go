@@ -15,7 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -26,8 +25,7 @@ import (
 
 // podGroupStrategy governs writes to the main podgroups resource.
 type podGroupStrategy struct {
-	runtime.ObjectTyper
-	names.NameGenerator
+	registryscheduling.Strategy
 	// podCleanup adds the pod-cleanup finalizer at creation.
 	podCleanup bool
 }
@@ -45,14 +43,7 @@ var (
 // the pod-cleanup finalizer on every new PodGroup; it is for a server whose
 // controller runs, since nothing else ever removes it.
 func NewStrategy(typer runtime.ObjectTyper, podCleanup bool) podGroupStrategy {
-	return podGroupStrategy{typer, names.SimpleNameGenerator, podCleanup}
-}
-
-func (podGroupStrategy) NamespaceScoped() bool { return true }
-
-// GetResetFields says that writes to the main resource never set status.
-func (podGroupStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return registryscheduling.MainResetFields()
+	return podGroupStrategy{registryscheduling.NewStrategy(typer), podCleanup}
 }
 
 // PrepareForCreate clears status, starts the generation at 1 and adds the
@@ -83,25 +74,8 @@ func (podGroupStrategy) Validate(_ context.Context, obj runtime.Object) field.Er
 	return validation.ValidatePodGroup(obj.(*scheduling.PodGroup))
 }
 
-func (podGroupStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-func (podGroupStrategy) Canonicalize(runtime.Object) {}
-
-func (podGroupStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate lets an update without a resourceVersion
-// through, last writer wins, as upstream's Pod and Deployment storage do,
-// so that "kubectl replace" of a manifest without one works.
-// Every write that must not lose a race (the controller's status writes,
-// which carry the resourceVersion they read) is conditional anyway.
-func (podGroupStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
 func (podGroupStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidatePodGroupUpdate(obj.(*scheduling.PodGroup), old.(*scheduling.PodGroup))
-}
-
-func (podGroupStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
 }
 
 // podGroupStatusStrategy governs writes to podgroups/status.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -24,8 +23,7 @@ import (
 
 // workloadStrategy governs writes to the main workloads resource.
 type workloadStrategy struct {
-	runtime.ObjectTyper
-	names.NameGenerator
+	registryscheduling.Strategy
 }
 
 var (
@@ -39,14 +37,7 @@ var (
 
 // NewStrategy returns the strategy for the main resource.
 func NewStrategy(typer runtime.ObjectTyper) workloadStrategy {
-	return workloadStrategy{typer, names.SimpleNameGenerator}
-}
-
-func (workloadStrategy) NamespaceScoped() bool { return true }
-
-// GetResetFields says that writes to the main resource never set status.
-func (workloadStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return registryscheduling.MainResetFields()
+	return workloadStrategy{registryscheduling.NewStrategy(typer)}
 }
 
 // PrepareForCreate clears status and starts the generation at 1.
@@ -69,25 +60,8 @@ func (workloadStrategy) Validate(_ context.Context, obj runtime.Object) field.Er
 	return validation.ValidateWorkload(obj.(*scheduling.Workload))
 }
 
-func (workloadStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-func (workloadStrategy) Canonicalize(runtime.Object) {}
-
-func (workloadStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate lets an update without a resourceVersion
-// through, last writer wins, as upstream's Pod and Deployment storage do,
-// so that "kubectl replace" of a manifest without one works.
-// Every write that must not lose a race (the controller's status writes,
-// which carry the resourceVersion they read) is conditional anyway.
-func (workloadStrategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
 func (workloadStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateWorkloadUpdate(obj.(*scheduling.Workload), old.(*scheduling.Workload))
-}
-
-func (workloadStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
 }
 
 // workloadStatusStrategy governs writes to workloads/status.
