@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -86,10 +87,9 @@ func TestHelmUpgradeUnderLoad(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	gangs := load.count()
-	t.Logf("%d gangs (%d pod creates) across the upgrade, %d failed requests", gangs, 2*gangs, len(failures))
-	for i := range gangs {
-		name := fmt.Sprintf("g-%d", i)
+	created := load.created()
+	t.Logf("%d gangs (%d pod creates) across the upgrade, %d failed requests", len(created), 2*len(created), len(failures))
+	for _, name := range created {
 		waitFor(t, ctx, "gang "+name+" to succeed with both pods counted", func(ctx context.Context) (bool, error) {
 			pg, err := mc.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -111,8 +111,11 @@ type gangStream struct {
 	muster versioned.Interface
 	ns     string
 
-	mu     sync.Mutex
-	n      int
+	mu sync.Mutex
+	n  int
+	// groups are the gangs whose PodGroup was created: a gang whose create
+	// failed is reported, and not waited for.
+	groups []string
 	failed []string
 }
 
@@ -128,6 +131,9 @@ func (g *gangStream) run(ctx context.Context) {
 			g.fail(fmt.Sprintf("%s create PodGroup %s: %v", at, name, err))
 			continue
 		}
+		g.mu.Lock()
+		g.groups = append(g.groups, name)
+		g.mu.Unlock()
 		for j := range 2 {
 			p, err := g.kube.CoreV1().Pods(g.ns).Create(ctx, newPod(g.ns, fmt.Sprintf("%s-%d", name, j), podOpts{group: name, runFor: "1s"}), metav1.CreateOptions{})
 			switch {
@@ -153,6 +159,13 @@ func (g *gangStream) fail(s string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.failed = append(g.failed, s)
+}
+
+// created are the gangs whose PodGroup was created, in order.
+func (g *gangStream) created() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.groups)
 }
 
 // count is how many gangs were created whole.
