@@ -50,7 +50,7 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 	// reserved when the gang is admitted (capacityadmission/reservations.go).
 	missing := g.LaterMissing()
 	later := admission.SumCounts(missing)
-	if n, held := c.holdBack(pg, v, pods, missing, holding); held {
+	if n, held := c.holdBack(pg, v, pods, missing, later, holding); held {
 		c.admitter.Withdraw(key)
 		v.reserveAfter = holding
 		if n != nil {
@@ -65,8 +65,8 @@ func (c *Controller) admit(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod
 // before the admission mode is asked: held says that the group is not
 // admitted now, and n why (nil while a refused status write holds it
 // back, which says nothing new). missing are the pods of createdLater
-// roles not created yet.
-func (c *Controller) holdBack(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, missing map[string]int32, holding time.Duration) (n *notAdmitted, held bool) {
+// roles not created yet, later their sum.
+func (c *Controller) holdBack(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.Pod, missing map[string]int32, later int32, holding time.Duration) (n *notAdmitted, held bool) {
 	if k := stillReleased(pg, v); k > 0 {
 		// Preempted: it is admitted again only once its released pods are
 		// gone (evict.go), never alongside them.
@@ -91,7 +91,7 @@ func (c *Controller) holdBack(pg *v1alpha1.PodGroup, v *podView, pods []*corev1.
 	}
 	need := minCount(pg)
 	rolesMsg, rolesShort := rolesShort(pg, v)
-	if later := admission.SumCounts(missing); v.active+later < need {
+	if v.active+later < need {
 		if n := c.orderedReady(pg, v, pods); n != nil { // orderedready.go
 			return n, true
 		}

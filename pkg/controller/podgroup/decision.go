@@ -87,8 +87,13 @@ func (c *Controller) recordDecision(pg *v1alpha1.PodGroup, v *podView, d admissi
 // sync (admission.Announce): the mode says what happened, and the
 // controller records it as an event on the PodGroup.
 func (c *Controller) announce(key scheduling.GroupKey, uid types.UID, e admission.Event) {
-	ref := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: uid}}
-	c.recorder.Event(ref, e.Type, e.Reason, e.Message)
+	c.recorder.Event(groupRef(key, uid), e.Type, e.Reason, e.Message)
+}
+
+// groupRef is the PodGroup an event is about, when only its key and UID
+// are at hand.
+func groupRef(key scheduling.GroupKey, uid types.UID) *v1alpha1.PodGroup {
+	return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: uid}}
 }
 
 // notAdmitted is a finding of step 6's own checks (admit.go) that the

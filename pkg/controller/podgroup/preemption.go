@@ -105,9 +105,9 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 	}
 	if marked {
 		klog.FromContext(ctx).Info("Preempted a gang", "victim", klog.KRef(v.Namespace, v.Name), "why", why)
-		ref := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: v.Name, UID: v.UID}}
-		c.recorder.Event(ref, corev1.EventTypeWarning, scheduling.EventPreempted, why)
-		c.queue.Add(groupKey(v.Namespace, v.Name))
+		key := groupKey(v.Namespace, v.Name)
+		c.recorder.Event(groupRef(key, v.UID), corev1.EventTypeWarning, scheduling.EventPreempted, why)
+		c.queue.Add(key)
 	}
 	return nil
 }
