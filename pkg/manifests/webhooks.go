@@ -113,11 +113,24 @@ func MutatingWebhookConfiguration(c Config) (*admissionregistrationv1.MutatingWe
 			// The patch only adds and never needs to see another webhook's changes.
 			ReinvocationPolicy: ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
 			// Where PreparePolicy ran first (kube-apiserver runs policies
-			// before webhooks), the pod has nothing left to add: no call.
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-prepared", Expression: "!(" + preparedExpression + ")"}},
+			// before webhooks), the pod has nothing left to add, and is not
+			// called for unless its group is named by instance.
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: NeedsMutationConditionName, Expression: NeedsMutationExpression}},
 		}},
 	}, nil
 }
+
+// NeedsMutationConditionName names the mutating webhook's match condition,
+// NeedsMutationExpression.
+const NeedsMutationConditionName = "needs-mutation"
+
+// NeedsMutationExpression holds for a new labelled pod that the mutating
+// webhook has work on: it lacks the gate, the finalizer or the managed
+// label (PreparePolicy, where it runs, adds them first), or its group is
+// named after its workload instance (scheduling.GroupByAnnotation), which
+// only the webhook does.
+var NeedsMutationExpression = fmt.Sprintf("!(%s) || (has(object.metadata.annotations) && %s in object.metadata.annotations)",
+	preparedExpression, celString(scheduling.GroupByAnnotation))
 
 // ValidatingWebhookConfiguration returns the configuration that sends pod
 // creates with the group label to ValidatePath, and updates too when

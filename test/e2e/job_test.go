@@ -22,7 +22,10 @@ import (
 
 // jobOpts shape a batch/v1 Job whose pods form one Muster gang: the pod
 // template carries the group label and, unless noGroupAnnotation, the
-// min-count annotation that makes Muster create the group.
+// min-count annotation that makes Muster create the group. With
+// groupByInstance it carries the group-by annotation instead, so that the
+// webhook names the group after the Job and Muster takes its size from
+// the Job's parallelism.
 type jobOpts struct {
 	pods     int32
 	indexed  bool
@@ -34,12 +37,16 @@ type jobOpts struct {
 	podFailurePolicy  *batchv1.PodFailurePolicy
 	suspend           bool
 	noGroupAnnotation bool
+	groupByInstance   bool
 }
 
 // newGangJob returns a Job named name whose pods form the gang name.
 func newGangJob(ns, name string, o jobOpts) *batchv1.Job {
 	annotations := map[string]string{}
-	if !o.noGroupAnnotation {
+	switch {
+	case o.groupByInstance:
+		annotations[scheduling.GroupByAnnotation] = scheduling.GroupByInstance
+	case !o.noGroupAnnotation:
 		annotations[scheduling.MinCountAnnotation] = strconv.Itoa(int(o.pods))
 	}
 	if o.runFor != "" {

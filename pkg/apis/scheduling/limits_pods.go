@@ -53,6 +53,6 @@ const (
 // PodAnnotationKeys are the pod annotations the controller reads, and the
 // only annotations the pod cache keeps.
 var PodAnnotationKeys = []string{
-	MinCountAnnotation, WorkloadAnnotation, TemplateAnnotation,
+	MinCountAnnotation, WorkloadAnnotation, TemplateAnnotation, GroupByAnnotation,
 	RolesAnnotation, RoleCountAnnotation, RolesTemplateAnnotation,
 }

@@ -32,6 +32,12 @@ const (
 	WorkloadAnnotation = "scheduling.muster.dev/workload"
 	// TemplateAnnotation names the Workload's pod-group template for WorkloadAnnotation.
 	TemplateAnnotation = "scheduling.muster.dev/template"
+	// GroupByAnnotation on a pod asks that each instance of its workload
+	// form a group of its own: the mutating webhook names the pod's group
+	// after the instance, from the labels this annotation lists, in place
+	// of the group label's value (instance.go). Its value is
+	// GroupByInstance or a comma-separated list of label keys.
+	GroupByAnnotation = "scheduling.muster.dev/group-by"
 	// RoleLabel on a pod names its role in a group with spec.roles.
 	RoleLabel = "scheduling.muster.dev/role"
 	// RoleCountAnnotation on a pod says how many pods its role has, for a
@@ -115,6 +121,11 @@ const (
 	// ahead of every other gang.
 	MaxHeldPlacementSeconds = 120
 )
+
+// SizedByAnnotation on a PodGroup that the controller created for a workload
+// instance (GroupByAnnotation) names the owner whose spec gave its
+// minCount, as "Kind name", when no pod annotation did.
+const SizedByAnnotation = "scheduling.muster.dev/sized-by"
 
 // CreatedFromPodAnnotation marks a PodGroup that the controller created from
 // its pods' annotations (KEP-976), naming the pod it was created from. Only

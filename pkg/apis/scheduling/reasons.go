@@ -176,6 +176,10 @@ const (
 	// EventInvalidAnnotation, on a pod: one of Muster's annotations cannot be
 	// parsed.
 	EventInvalidAnnotation = "InvalidAnnotation"
+	// EventPreviousInstance, on a PodGroup: it had finished, and the
+	// controller deleted it because pods of a later instance of its
+	// workload, of the same name, wait for a group of their own.
+	EventPreviousInstance = "PreviousInstance"
 	// EventPodGroupFinished, on a pod: it joined a finished group and stays
 	// gated.
 	EventPodGroupFinished = "PodGroupFinished"

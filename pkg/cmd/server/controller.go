@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +23,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/apicalls"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
+	"github.com/muster-dev/muster/pkg/controller/instance"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/controller/workload"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
@@ -188,6 +190,10 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(kcfg)
+	if err != nil {
+		return fmt.Errorf("creating dynamic client for workload owners: %w", err)
+	}
 	c, err := podgroup.New(o.Config, kube, muster, podgroup.Informers{
 		Pods:         pods,
 		Namespaces:   namespaces,
@@ -198,6 +204,7 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 		// Quotas are few and small; the namespace factory holds them whole.
 		ResourceQuotas: nsFactory.Core().V1().ResourceQuotas(),
 		Requester:      requester,
+		Owners:         instance.NewDynamicReader(dyn, kube.Discovery()),
 	}, recorder)
 	if err != nil {
 		return err

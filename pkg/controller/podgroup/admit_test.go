@@ -8,8 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -205,6 +208,33 @@ func TestSyncAdmit(t *testing.T) {
 			if g := gateNames(h.pod("joiner")); g != nil {
 				t.Errorf("joiner still gated: %v", g)
 			}
+		},
+	}, {
+		name: "a finished group of a Job is deleted when a later Job of the same name waits for it, so that the new Job forms its own",
+		objs: objects(newGroup(2, admittedAt(t0.Add(-time.Hour)), finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-time.Minute)), counts(2, 0), createdForJob("train")),
+			newPod("old-0", succeeded, noFinalizer, byInstanceMod, ofJob("train")),
+			newPod("new-0", byInstanceMod, controlledByUID("train", "uid-job-train-again"))),
+		check: func(t *testing.T, h *harness) {
+			if _, err := h.muster.Tracker().Get(podGroupsGVR, testNS, testGroup); !apierrors.IsNotFound(err) {
+				t.Errorf("the old Job's finished group is still there (%v); want it deleted", err)
+			}
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("pods patched: %v", got)
+			}
+			wantEvents(t, h.events(), "Normal PreviousInstance deleted: finished, and pod new-0 of Job train, a later instance of the same name, waits for a group of its own")
+		},
+	}, {
+		name: "a finished group is kept when the gated pod's Job is one it already ran, or the pod is not named by its instance",
+		objs: objects(newGroup(2, admittedAt(t0.Add(-time.Hour)), finishedAt(v1alpha1.ReasonSucceeded, t0.Add(-time.Minute)), counts(2, 0), createdForJob("train")),
+			newPod("old-0", succeeded, noFinalizer, byInstanceMod, ofJob("train")),
+			newPod("same-job", byInstanceMod, ofJob("train")),
+			newPod("fixed-name", controlledByUID("other", "uid-job-other"))),
+		check: func(t *testing.T, h *harness) {
+			if _, err := h.muster.Tracker().Get(podGroupsGVR, testNS, testGroup); err != nil {
+				t.Errorf("the finished group is gone (%v); want it kept", err)
+			}
+			wantEvents(t, h.events(), "Warning PodGroupFinished PodGroup pg has finished; this pod stays gated",
+				"Warning PodGroupFinished PodGroup pg has finished; this pod stays gated")
 		},
 	}, {
 		name: "a finished group admits no joiner and tells it once why it stays gated",
@@ -477,6 +507,28 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			}
 			h.syncExpectingErr(tc.wantErr)
 			tc.check(t, h)
+		})
+	}
+}
+
+// createdForJob marks a group as created from the pods of Job name, which
+// owns it.
+func createdForJob(name string) groupMod {
+	return func(pg *v1alpha1.PodGroup) {
+		if pg.Annotations == nil {
+			pg.Annotations = map[string]string{}
+		}
+		pg.Annotations[scheduling.CreatedFromPodAnnotation] = name + "-0"
+		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID("uid-job-" + name)}}
+	}
+}
+
+// controlledByUID makes Job name, of uid, a pod's controller: a Job
+// created again under an old name has a new UID.
+func controlledByUID(name string, uid types.UID) podMod {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
+			APIVersion: "batch/v1", Kind: "Job", Name: name, UID: uid, Controller: ptr.To(true),
 		})
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/admission"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
+	"github.com/muster-dev/muster/pkg/controller/instance"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	informers "github.com/muster-dev/muster/pkg/generated/informers/externalversions/scheduling/v1alpha1"
 	listers "github.com/muster-dev/muster/pkg/generated/listers/scheduling/v1alpha1"
@@ -74,6 +75,8 @@ type Controller struct {
 	admitter admission.Mode
 	// requester asks an autoscaler for room (--autoscaling); nil asks none.
 	requester autoscaling.Requester
+	// owners reads the owners of pods named by instance; nil reads none.
+	owners instance.Reader
 	// metrics are this controller's own, served from registry while Run
 	// runs (metrics.go): built by New when the replica starts leading, gone
 	// from /metrics when it stops.
@@ -103,6 +106,11 @@ type Informers struct {
 	// room for gangs that do not fit the nodes there are (--autoscaling);
 	// nil asks none. It runs its own informer.
 	Requester autoscaling.Requester
+	// Owners reads the owners of a pod whose group is named after its
+	// workload instance (instance.go), which is not cached: it is read
+	// once per group created. Nil reads none: such a group is owned by
+	// the pod's controller, and sized only by the min-count annotation.
+	Owners instance.Reader
 }
 
 // New builds a controller over inf.
@@ -142,6 +150,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		clock:      clock.RealClock{},
 		warned:     map[types.UID]sets.Set[string]{},
 		requester:  inf.Requester,
+		owners:     inf.Owners,
 		metrics:    newControllerMetrics(),
 		registry:   legacyRegistry{},
 	}

@@ -60,6 +60,12 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		return nil
 	}
 	pg.OwnerReferences = createdGroupOwners(from)
+	if byInstance(from) {
+		ok, err := c.fromInstance(ctx, pg, from) // instance.go
+		if err != nil || !ok {
+			return err
+		}
+	}
 	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: scheduling.ControllerName})
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -73,7 +79,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	case err != nil:
 		return fmt.Errorf("creating PodGroup %s/%s from pod %s: %w", namespace, name, from.Name, err)
 	}
-	c.recorder.Eventf(from, corev1.EventTypeNormal, scheduling.EventPodGroupCreated, "created PodGroup %s", name)
+	c.recorder.Eventf(from, corev1.EventTypeNormal, scheduling.EventPodGroupCreated, "created PodGroup %s%s", name, sizedByMessage(pg))
 	klog.FromContext(ctx).V(2).Info("Created PodGroup from pod annotations", "pod", klog.KObj(from))
 	return nil
 }
@@ -124,6 +130,11 @@ func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok 
 			return spec, false, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.MinCountAnnotation, v)
 		}
 		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: n}
+		ok = true
+	}
+	if _, has := ann[scheduling.GroupByAnnotation]; has {
+		// Named after its instance: sized by its owner when no
+		// annotation sizes it (fromInstance).
 		ok = true
 	}
 	wl, tpl, set, missing := scheduling.WorkloadRefAnnotations(ann)

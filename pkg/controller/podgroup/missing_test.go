@@ -1,19 +1,23 @@
 package podgroup
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -81,6 +85,54 @@ func TestSyncMissingGroup(t *testing.T) {
 				t.Errorf("a plain pod's group owners = %+v, want none", refs)
 			}
 		},
+	}, {
+		name:  "a pod named by its instance, with no min-count, is sized by its Job's parallelism, and the Job owns the group",
+		objs:  append(objects(nil, newPod("p-0", byInstanceMod, ofJob("train"))), sizedJob("train", 3, nil)),
+		from:  "p-0",
+		setup: func(h *harness) { h.c.owners = trackerReader{h} },
+		want: &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
+			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 3},
+		}}},
+		events: []string{"Normal PodGroupCreated created PodGroup pg of 3 pods, the size of Job train"},
+		check: func(t *testing.T, h *harness) {
+			got := h.created()
+			want := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: newJob("train").UID}}
+			if !reflect.DeepEqual(got.OwnerReferences, want) {
+				t.Errorf("owner references = %+v, want %+v", got.OwnerReferences, want)
+			}
+			if by := got.Annotations[scheduling.SizedByAnnotation]; by != "Job train" {
+				t.Errorf("%s = %q, want %q", scheduling.SizedByAnnotation, by, "Job train")
+			}
+		},
+	}, {
+		name: "a min-count annotation sizes a group named by its instance, and the instance's top owner owns it beside the Job",
+		objs: append(objects(nil, newPod("p-0", byInstanceMod, minCount("5"), ofJob("train-workers-0"))),
+			sizedJob("train-workers-0", 2, &metav1.OwnerReference{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "uid-js", Controller: ptr.To(true)})),
+		from:  "p-0",
+		setup: func(h *harness) { h.c.owners = trackerReader{h} },
+		want: &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{
+			Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 5},
+		}}},
+		events: []string{"Normal PodGroupCreated created PodGroup pg"},
+		check: func(t *testing.T, h *harness) {
+			want := []metav1.OwnerReference{
+				{APIVersion: "batch/v1", Kind: "Job", Name: "train-workers-0", UID: newJob("train-workers-0").UID},
+				{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "train", UID: "uid-js"},
+			}
+			if got := h.created().OwnerReferences; !reflect.DeepEqual(got, want) {
+				t.Errorf("owner references = %+v, want %+v", got, want)
+			}
+		},
+	}, {
+		name:   "a pod named by its instance whose owners say no size creates nothing and is told to set min-count",
+		objs:   objects(nil, newPod("p-0", byInstanceMod)),
+		setup:  func(h *harness) { h.c.owners = trackerReader{h} },
+		events: []string{"Warning InvalidAnnotation cannot create PodGroup pg: no owner of this pod says how many pods its instance runs; set the annotation scheduling.muster.dev/min-count"},
+	}, {
+		name:    "a failed read of the instance's owner is retried, and creates nothing",
+		objs:    append(objects(nil, newPod("p-0", byInstanceMod, ofJob("train"))), sizedJob("train", 3, nil)),
+		setup:   func(h *harness) { h.c.owners = failingReader{} },
+		wantErr: true,
 	}, {
 		name: "the oldest pod with creation annotations decides the PodGroup",
 		objs: objects(nil, newPod("young", minCount("5"), createdAt(t0)), newPod("old", minCount("2"), createdAt(t0.Add(-time.Minute))),
@@ -327,4 +379,46 @@ func TestSpecFromAnnotations(t *testing.T) {
 
 func equalSpec(a, b v1alpha1.PodGroupSpec) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// byInstanceMod names a pod's group after its workload instance.
+var byInstanceMod = annotated(scheduling.GroupByAnnotation, scheduling.GroupByInstance)
+
+// sizedJob is newJob with a parallelism, controlled by owner when not nil.
+func sizedJob(name string, parallelism int32, owner *metav1.OwnerReference) *batchv1.Job {
+	j := newJob(name)
+	j.Spec.Parallelism = ptr.To(parallelism)
+	if owner != nil {
+		j.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	return j
+}
+
+// trackerReader reads the Jobs of the harness's fake API as the dynamic
+// reader would; any other kind is not found.
+type trackerReader struct{ h *harness }
+
+func (r trackerReader) Get(_ context.Context, namespace string, ref metav1.OwnerReference) (*unstructured.Unstructured, error) {
+	if ref.Kind != "Job" {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: ref.Kind}, ref.Name)
+	}
+	obj, err := r.h.kube.Tracker().Get(jobsGVR, namespace, ref.Name)
+	if err != nil {
+		return nil, err
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{Object: u}
+	out.SetAPIVersion("batch/v1")
+	out.SetKind("Job")
+	return out, nil
+}
+
+// failingReader fails every read, as an API server that does not answer.
+type failingReader struct{}
+
+func (failingReader) Get(context.Context, string, metav1.OwnerReference) (*unstructured.Unstructured, error) {
+	return nil, apierrors.NewServiceUnavailable("injected")
 }

@@ -59,9 +59,14 @@ func ownedBy(p *corev1.Pod, k ownerKind) (string, types.UID, bool) {
 }
 
 // keptOwners is what TransformPod keeps of a pod's owner references: the
-// controller reference, only if a sync reads its kind.
+// controller reference, only if a sync reads its kind, or whatever its
+// kind when the pod's group is named after its workload instance: the
+// walk to the instance's top owner starts there (instance.go).
 func keptOwners(p *corev1.Pod) []metav1.OwnerReference {
 	ref := readOwner(p)
+	if byInstance(p) {
+		ref = metav1.GetControllerOfNoCopy(p)
+	}
 	if ref == nil {
 		return nil
 	}

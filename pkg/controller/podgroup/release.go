@@ -13,14 +13,19 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
-// release is step 9: an admitted group's gated pods go (ungate), and the
-// pods that joined a finished group are told why they stay gated
+// release is step 9: an admitted group's gated pods go (ungate); a
+// finished group that pods of a later instance of its workload wait for
+// is deleted, so that they form their own (instance.go); and the pods
+// that joined any other finished group are told why they stay gated
 // (warnFinishedJoiners).
 func (c *Controller) release(ctx context.Context, pg *v1alpha1.PodGroup, v *podView, admitted bool) error {
 	if admitted {
 		return c.ungate(ctx, pg, v)
 	}
 	if isFinished(pg) {
+		if next := previousInstance(pg, v); next != nil {
+			return c.deletePreviousInstance(ctx, pg, next)
+		}
 		c.warnFinishedJoiners(pg, v)
 	}
 	return nil

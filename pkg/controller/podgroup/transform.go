@@ -34,7 +34,9 @@ import (
 //     position;
 //   - the controller reference, only if it names a batch/v1 Job or an
 //     apps/v1 StatefulSet (owners.go): step 12 waits while a pod's Job
-//     runs, step 6 warns of an OrderedReady StatefulSet;
+//     runs, step 6 warns of an OrderedReady StatefulSet; or of any kind
+//     on a pod whose group is named after its instance, where the walk to
+//     the instance's owner starts (instance.go);
 //   - every label, nodeName, schedulerName, nodeSelector, affinity (whole,
 //     since the pin patch may replace it), tolerations, topology spread
 //     constraints, containers' and init containers' names, resources,

@@ -137,7 +137,7 @@ func FuzzPod(f *testing.F) {
 		_ = validateCreate(p)
 		_ = validateUpdate(p, podtest.Pod(podtest.InGroup(workload), podtest.Label(scheduling.ManagedLabel, template)))
 
-		ops, _ := mutate(p.DeepCopy())
+		ops, _, _ := mutate(p.DeepCopy())
 		if len(ops) == 0 {
 			return
 		}

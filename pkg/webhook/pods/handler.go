@@ -146,7 +146,10 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 		return badRequest(err)
 	}
 	logger := h.logger.WithValues("namespace", req.Namespace, "pod", podName(pod), "uid", req.UID)
-	ops, warnings := mutate(pod)
+	ops, warnings, errs := mutate(pod)
+	if len(errs) > 0 {
+		return h.deny(req, pod, errs)
+	}
 	resp := allowed()
 	resp.Warnings = warnings
 	if len(warnings) > 0 {
@@ -196,6 +199,12 @@ func (h *Handler) validate(req *admissionv1.AdmissionRequest) *admissionv1.Admis
 	if len(errs) == 0 {
 		return allowed()
 	}
+	return h.deny(req, pod, errs)
+}
+
+// deny refuses the request with a 422 Invalid status that names each field
+// and rule in errs, as kube-apiserver's own validation does.
+func (h *Handler) deny(req *admissionv1.AdmissionRequest, pod *corev1.Pod, errs field.ErrorList) *admissionv1.AdmissionResponse {
 	status := apierrors.NewInvalid(schema.GroupKind{Kind: podGVK.Kind}, podName(pod), errs).Status()
 	h.logger.V(2).Info("Denied a pod", "namespace", req.Namespace, "pod", podName(pod), "uid", req.UID, "operation", req.Operation, "reason", status.Message)
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}

@@ -38,6 +38,8 @@ func TestMutate(t *testing.T) {
 		wantOps   int
 		wantWarn  string
 		wantPaths []string // when set, the exact paths of the patch
+		// wantErr, when set, is the field the refusal names; the pod gets no patch.
+		wantErr string
 	}{
 		{
 			name: "a pod without the group label gets no patch",
@@ -103,10 +105,55 @@ func TestMutate(t *testing.T) {
 			want:     prepared{Labels: map[string]string{group: "train"}},
 			wantWarn: `spec.nodeName "node-1"`,
 		},
+		{
+			name: "a Job's pod grouped by instance is named after its Job",
+			pod: podtest.Pod(podtest.InGroup("trainer-job"), podtest.Label(jobNameLabel, "trainer-job-2"),
+				podtest.Annotation(scheduling.GroupByAnnotation, scheduling.GroupByInstance)),
+			want:      prepared{Labels: map[string]string{group: "trainer-job-2", jobNameLabel: "trainer-job-2", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps:   4,
+			wantPaths: []string{"/metadata/labels/scheduling.muster.dev~1pod-group", "/spec/schedulingGates", "/metadata/finalizers", "/metadata/labels/scheduling.muster.dev~1managed"},
+		},
+		{
+			name: "an empty group label is a placeholder for the instance's name",
+			pod: podtest.Pod(podtest.InGroup(""), podtest.Label("example.com/run", "nightly"),
+				podtest.Annotation(scheduling.GroupByAnnotation, "example.com/run")),
+			want:    prepared{Labels: map[string]string{group: "nightly", "example.com/run": "nightly", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps: 4,
+		},
+		{
+			name: "a label that already names the instance is left alone",
+			pod: podtest.Pod(podtest.InGroup("trainer-job-2"), podtest.Label(jobNameLabel, "trainer-job-2"),
+				podtest.Annotation(scheduling.GroupByAnnotation, scheduling.GroupByInstance)),
+			want:    prepared{Labels: map[string]string{group: "trainer-job-2", jobNameLabel: "trainer-job-2", managed: "true"}, Finalizers: []string{fin}, Gates: []string{gate}},
+			wantOps: 3,
+		},
+		{
+			name:    "a pod grouped by labels it lacks is refused, naming the labels",
+			pod:     podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.GroupByAnnotation, "example.com/run")),
+			want:    prepared{Labels: map[string]string{group: "train"}},
+			wantErr: "metadata.labels",
+		},
+		{
+			name:    "a group-by that is not a label key is refused, naming the annotation",
+			pod:     podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.GroupByAnnotation, "no such key!")),
+			want:    prepared{Labels: map[string]string{group: "train"}},
+			wantErr: "metadata.annotations[scheduling.muster.dev/group-by]",
+		},
+		{
+			name: "the group-by annotation on a pod without the group label does nothing",
+			pod:  podtest.Pod(podtest.Label(jobNameLabel, "j"), podtest.Annotation(scheduling.GroupByAnnotation, scheduling.GroupByInstance)),
+			want: prepared{Labels: map[string]string{jobNameLabel: "j"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ops, warnings := mutate(tt.pod.DeepCopy())
+			ops, warnings, errs := mutate(tt.pod.DeepCopy())
+			switch {
+			case tt.wantErr == "" && len(errs) > 0:
+				t.Errorf("unexpected refusal: %v", errs)
+			case tt.wantErr != "" && (len(errs) != 1 || errs[0].Field != tt.wantErr):
+				t.Errorf("refusal = %v, want one naming %s", errs, tt.wantErr)
+			}
 			if len(ops) != tt.wantOps {
 				t.Errorf("got %d ops, want %d: %+v", len(ops), tt.wantOps, ops)
 			}
@@ -135,6 +182,9 @@ func TestMutate(t *testing.T) {
 		})
 	}
 }
+
+// jobNameLabel is the label the Job controller puts on its pods.
+const jobNameLabel = "batch.kubernetes.io/job-name"
 
 // applyOps applies ops to the pod's JSON with the library kube-apiserver uses
 // for webhook patches, so that the test proves what the server will do.
