@@ -89,6 +89,12 @@ E2E_OLDEST_TESTS := \
 	TestJobSuspendResume \
 	TestJobDeletedCascades \
 	TestJobSetGang \
+	TestJobTemplateSubmittedAgain \
+	TestJobResubmittedOverOrphanedGroup \
+	TestJobTemplateTwiceAtOnce \
+	TestJobGenerateName \
+	TestCronJobEachScheduleWhole \
+	TestJobSetReplicasAndRestart \
 	TestStatefulSetParallelGang \
 	TestStatefulSetOrderedReadyIsExplained \
 	TestMusterOutage \

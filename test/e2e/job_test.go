@@ -368,14 +368,18 @@ func lastCreation(pods []corev1.Pod) time.Time {
 }
 
 // watchGangsWhole lists the pods of ns every poll interval until stop is
-// closed, and fails if a group has a pod released (ungated) while fewer
-// than minCount of its pods exist, or if more than room pods are released
-// and running at once (pods released where they cannot all run). A
-// release is a set of parallel patches, so a list may catch a gang with
-// some pods already released and the rest about to be: that is whole.
+// closed, and fails if a group has a pod released (ungated) before
+// minCount of its pods have been seen to exist, or if more than room pods
+// are released and running at once (pods released where they cannot all
+// run). A release is a set of parallel patches, so a list may catch a
+// gang with some pods already released and the rest about to be: that is
+// whole. A group once seen whole may lose pods later (deleted, or ended
+// and removed by their controller) without failing the watch, until it
+// has none left.
 func watchGangsWhole(ctx context.Context, ns string, stop <-chan struct{}, minCount, room int) error {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
+	whole := map[string]bool{}
 	for {
 		select {
 		case <-stop:
@@ -400,8 +404,18 @@ func watchGangsWhole(ctx context.Context, ns string, stop <-chan struct{}, minCo
 				running++
 			}
 		}
+		for group := range whole {
+			if exist[group] == 0 {
+				delete(whole, group) // all gone: a group of that name starts anew.
+			}
+		}
+		for group, n := range exist {
+			if n >= minCount {
+				whole[group] = true
+			}
+		}
 		for group, n := range released {
-			if exist[group] < minCount {
+			if !whole[group] {
 				return fmt.Errorf("gang %s released %d pods while only %d of its %d existed", group, n, exist[group], minCount)
 			}
 		}
