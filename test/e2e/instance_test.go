@@ -62,14 +62,7 @@ func newInstanceJobSet(ns, name string, replicas, pods int64, runFor string) *un
 								cluster.RunForAnnotation:     runFor,
 							},
 						},
-						"spec": map[string]any{
-							"restartPolicy":                 "Never",
-							"terminationGracePeriodSeconds": int64(1),
-							"containers": []any{map[string]any{
-								"name": "main", "image": "registry.k8s.io/pause:3.10",
-								"resources": map[string]any{"requests": map[string]any{"cpu": "100m"}},
-							}},
-						},
+						"spec": jobSetPodSpec(),
 					},
 				}},
 			}},

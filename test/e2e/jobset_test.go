@@ -53,14 +53,7 @@ func newJobSet(ns, name, runFor string) *unstructured.Unstructured {
 						"labels":      map[string]any{scheduling.PodGroupLabel: name, scheduling.RoleLabel: role},
 						"annotations": annotations,
 					},
-					"spec": map[string]any{
-						"restartPolicy":                 "Never",
-						"terminationGracePeriodSeconds": int64(1),
-						"containers": []any{map[string]any{
-							"name": "main", "image": "registry.k8s.io/pause:3.10",
-							"resources": map[string]any{"requests": map[string]any{"cpu": "100m"}},
-						}},
-					},
+					"spec": jobSetPodSpec(),
 				},
 			}},
 		}
@@ -360,4 +353,17 @@ func TestJobSetGang(t *testing.T) {
 			return isNotFound(err), nil
 		})
 	})
+}
+
+// jobSetPodSpec is the pod spec of the JobSets' pods: one pause container
+// of 100m CPU that stops a second after it is told to.
+func jobSetPodSpec() map[string]any {
+	return map[string]any{
+		"restartPolicy":                 "Never",
+		"terminationGracePeriodSeconds": int64(1),
+		"containers": []any{map[string]any{
+			"name": "main", "image": "registry.k8s.io/pause:3.10",
+			"resources": map[string]any{"requests": map[string]any{"cpu": "100m"}},
+		}},
+	}
 }
