@@ -21,7 +21,10 @@ const MaxGroupByKeys = 4
 var GroupByRule = fmt.Sprintf("must be %q or a comma-separated list of 1 to %d label keys, whose values on the pod name its group", GroupByInstance, MaxGroupByKeys)
 
 // InstanceLabelSet is how one framework marks the pods of one instance:
-// the labels whose values, joined by "-", name the instance's group.
+// the labels whose values, joined by "-", name the instance's group. It
+// is not an API type.
+//
+// +k8s:deepcopy-gen=false
 type InstanceLabelSet struct {
 	// Kind is the workload kind the labels identify, for messages and docs.
 	Kind string
