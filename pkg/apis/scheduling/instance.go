@@ -79,6 +79,12 @@ func InstanceGroupName(groupBy string, labels map[string]string) (string, error)
 	if err != nil {
 		return "", err
 	}
+	return GroupNameByKeys(keys, labels)
+}
+
+// GroupNameByKeys is InstanceGroupName for a value that ParseGroupBy has
+// parsed into keys (nil for GroupByInstance).
+func GroupNameByKeys(keys []string, labels map[string]string) (string, error) {
 	if keys == nil {
 		for _, set := range InstanceLabels {
 			if values, ok := labelValues(labels, set.Keys); ok {

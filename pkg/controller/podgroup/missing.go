@@ -59,12 +59,13 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		}
 		return nil
 	}
-	pg.OwnerReferences = createdGroupOwners(from)
 	if byInstance(from) {
-		ok, err := c.fromInstance(ctx, pg, from) // instance.go
+		ok, err := c.fromInstance(ctx, pg, from) // instance.go: owners and size
 		if err != nil || !ok {
 			return err
 		}
+	} else {
+		pg.OwnerReferences = createdGroupOwners(from)
 	}
 	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: scheduling.ControllerName})
 	switch {

@@ -63,9 +63,11 @@ func ownedBy(p *corev1.Pod, k ownerKind) (string, types.UID, bool) {
 // kind when the pod's group is named after its workload instance: the
 // walk to the instance's top owner starts there (instance.go).
 func keptOwners(p *corev1.Pod) []metav1.OwnerReference {
-	ref := readOwner(p)
+	var ref *metav1.OwnerReference
 	if byInstance(p) {
 		ref = metav1.GetControllerOfNoCopy(p)
+	} else {
+		ref = readOwner(p)
 	}
 	if ref == nil {
 		return nil

@@ -21,10 +21,11 @@ func nameByInstance(pod *corev1.Pod) (string, *jsonpatch.Op, field.ErrorList) {
 	if !ok {
 		return "", nil, nil
 	}
-	if _, err := scheduling.ParseGroupBy(groupBy); err != nil {
+	keys, err := scheduling.ParseGroupBy(groupBy)
+	if err != nil {
 		return "", nil, field.ErrorList{field.Invalid(annotationsPath.Key(scheduling.GroupByAnnotation), groupBy, err.Error())}
 	}
-	name, err := scheduling.InstanceGroupName(groupBy, pod.Labels)
+	name, err := scheduling.GroupNameByKeys(keys, pod.Labels)
 	if err != nil {
 		return "", nil, field.ErrorList{field.Required(labelsPath, err.Error())}
 	}
