@@ -95,6 +95,10 @@ E2E_OLDEST_TESTS := \
 	TestJobGenerateName \
 	TestCronJobEachScheduleWhole \
 	TestJobSetReplicasAndRestart \
+	TestLeaderWorkerSetGroupsWhole \
+	TestRayClusterOneGangAndScaleUp \
+	TestRayJobClusterWithIt \
+	TestTrainJobOnJobSet \
 	TestStatefulSetParallelGang \
 	TestStatefulSetOrderedReadyIsExplained \
 	TestMusterOutage \
@@ -175,14 +179,16 @@ image-host: ## Build the image for this host's platform alone into _out/image-ho
 	$(MAKE) --no-print-directory image $(HOST_IMAGE_FLAGS)
 	hack/install-oci-runtime.sh
 
-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter and helm (only what changed).
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (of KUBE_VERSION), etcd, kwok, jobset, karpenter, the frameworks' controllers and helm (only what changed).
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh
 
-# make run builds only the tools the local cluster runs: Karpenter only when
-# RUN_ARGS asks for it, so a first run skips its build.
-RUN_TOOLS = kube etcd kwok helm jobset $(if $(findstring --autoscaler,$(RUN_ARGS)),karpenter)
+# make run builds only the tools the local cluster runs: Karpenter and the
+# frameworks' controllers (LeaderWorkerSet, KubeRay, Trainer) only when
+# RUN_ARGS asks for them (--autoscaler, --frameworks), so a first run skips
+# their builds.
+RUN_TOOLS = kube etcd kwok helm jobset $(if $(findstring --autoscaler,$(RUN_ARGS)),karpenter) $(if $(findstring --frameworks,$(RUN_ARGS)),frameworks)
 
-run: build ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release, RUN_ARGS=--autoscaler adds Karpenter.
+run: build ## Bring up a local cluster (etcd, kube-apiserver, kube-scheduler, kwok) with Muster aggregated in it; KUBE_VERSION picks the release, RUN_ARGS=--autoscaler adds Karpenter, RUN_ARGS=--frameworks LeaderWorkerSet, KubeRay and Trainer.
 	KUBE_VERSION=$(KUBE_VERSION) hack/build-tools.sh $(RUN_TOOLS)
 	$(GO) run ./hack/localcluster --bin-dir=$(KUBE_BIN) --muster-binary=$(BIN)/muster-apiserver --out=$(OUT) $(RUN_ARGS)
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the binaries that the local cluster harness (test/cluster) runs:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, jobset (with JobSet's CRDs and RBAC beside it) and karpenter
-# (Karpenter's kwok cloud provider, with its CRDs beside it); and helm, which
-# lints and renders charts/muster (make chart-lint, make manifests).
+# kwok, jobset (with JobSet's CRDs and RBAC beside it), karpenter
+# (Karpenter's kwok cloud provider, with its CRDs beside it) and frameworks:
+# the controllers of LeaderWorkerSet, KubeRay and Kubeflow Trainer (lws,
+# kuberay, trainer, each with its CRDs and RBAC); and helm, which lints and
+# renders charts/muster (make chart-lint, make manifests).
 #
 # Each tool's version is pinned once, in the go.mod of its module under
 # hack/tools/. A binary is rebuilt only when that pin (or anything else in its
@@ -33,15 +35,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${ROOT}/hack/tools"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin}"
 # Longest first, so the others build beside it.
-ALL_TOOLS=(kube karpenter helm jobset kwok etcd)
+ALL_TOOLS=(kube karpenter frameworks helm jobset kwok etcd)
 # The control plane of a release is one binary, kube (hack/tools/kube), and
 # each component a link to it; naming any component builds them all.
 KUBE_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-SHARED_TOOLS=(etcd kwok jobset karpenter helm)
+SHARED_TOOLS=(etcd kwok jobset karpenter helm lws kuberay trainer)
 # JobSet's and Karpenter's manifests at the pinned versions, copied from
 # their modules by `build jobset` and `build karpenter`, so that the harness
 # needs no module cache at run time.
-SHARED_FILES=(jobset-crds.yaml jobset-rbac.yaml karpenter-crds.yaml)
+SHARED_FILES=(jobset-crds.yaml jobset-rbac.yaml karpenter-crds.yaml
+  lws-crds.yaml lws-rbac.yaml lws-webhooks.yaml kuberay-crds.yaml kuberay-rbac.yaml
+  trainer-crds.yaml trainer-rbac.yaml trainer-webhooks.yaml)
 
 # module_field prints a template field (.Version, .Time...) of a module
 # required by the tools module in directory $1.
@@ -163,7 +167,7 @@ build_tool() {
 build() {
   local tool=$1 kube_dir=$2 kube_bin=$3 spec dir pkg version date
   spec="$(tool_package "${tool}" "${kube_dir}")" || return 1
-  dir="${spec% *}"
+  dir="${spec%% *}"
   pkg="${spec#* }"
   case "${tool}" in
   kube | kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
@@ -196,6 +200,9 @@ build() {
       "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=${version}"
     copy_karpenter_manifests
     ;;
+  frameworks)
+    build_frameworks "${dir}"
+    ;;
   helm)
     # The version is stamped as Helm's own Makefile does, so that `helm
     # version` names the pinned release.
@@ -222,6 +229,90 @@ copy_jobset_manifests() {
   mv -f "${BIN_DIR}/jobset-crds.yaml.tmp" "${BIN_DIR}/jobset-crds.yaml"
   cat "${dir}/config/components/rbac/role.yaml" >"${BIN_DIR}/jobset-rbac.yaml.tmp"
   mv -f "${BIN_DIR}/jobset-rbac.yaml.tmp" "${BIN_DIR}/jobset-rbac.yaml"
+}
+
+# FRAMEWORKS are the workload frameworks' controllers, "<binary>
+# <module> <package>", that hack/tools/frameworks builds together: their
+# releases agree on controller-runtime v0.22's API, so one module (and one
+# compile of k8s.io and controller-runtime) serves all three.
+FRAMEWORKS=(
+  "lws sigs.k8s.io/lws sigs.k8s.io/lws/cmd"
+  "kuberay github.com/ray-project/kuberay/ray-operator github.com/ray-project/kuberay/ray-operator"
+  "trainer github.com/kubeflow/trainer/v2 github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"
+)
+
+# build_frameworks <module dir> builds every controller of FRAMEWORKS in
+# one go build, named lws, kuberay and trainer in BIN_DIR, and copies each
+# release's manifests beside them; the stamp .frameworks.version names the
+# three versions and the module's fingerprint.
+build_frameworks() {
+  local dir=$1 entry name module pkg versions=() pkgs=() ldflags="-s -w"
+  for entry in "${FRAMEWORKS[@]}"; do
+    read -r name module pkg <<<"${entry}"
+    versions+=("${name}@$(module_field "${dir}" "${module}" .Version)")
+    pkgs+=("${pkg}")
+  done
+  ldflags+=" -X sigs.k8s.io/lws/pkg/version.GitVersion=$(module_field "${dir}" sigs.k8s.io/lws .Version)"
+  local stamp="${BIN_DIR}/.frameworks.version" want
+  want="${versions[*]} $(fingerprint "${dir}")"
+  exec {lock}>"${BIN_DIR}/.frameworks.lock"
+  flock "${lock}"
+  if [[ -z "${FORCE:-}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]] &&
+    [[ -x "${BIN_DIR}/lws" && -x "${BIN_DIR}/kuberay" && -x "${BIN_DIR}/trainer" ]]; then
+    echo "frameworks ${versions[*]} are up to date"
+  else
+    echo "building frameworks ${versions[*]} (cold build takes several minutes)..."
+    local start=${SECONDS} out
+    out="$(mktemp -d "${BIN_DIR}/.frameworks.XXXXXX")"
+    (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${out}/" "${pkgs[@]}")
+    for entry in "${FRAMEWORKS[@]}"; do
+      read -r name module pkg <<<"${entry}"
+      mv -f "${out}/$(basename "${pkg}")" "${BIN_DIR}/${name}"
+    done
+    rmdir "${out}"
+    echo "${want}" >"${stamp}"
+    echo "built lws, kuberay and trainer in $((SECONDS - start))s"
+  fi
+  copy_framework_manifests "${dir}"
+}
+
+# copy_framework_manifests <module dir> writes each framework's CRDs and
+# controller ClusterRole (and LeaderWorkerSet's and Trainer's webhook
+# configurations) from
+# the modules the binaries were built from into BIN_DIR, as
+# <name>-crds.yaml, <name>-rbac.yaml and <name>-webhooks.yaml; rewritten on
+# every run, like JobSet's.
+copy_framework_manifests() {
+  local dir=$1 lws ray trainer
+  lws="$(module_dir "${dir}" sigs.k8s.io/lws)"
+  ray="$(module_dir "${dir}" github.com/ray-project/kuberay/ray-operator)"
+  trainer="$(module_dir "${dir}" github.com/kubeflow/trainer/v2)"
+  concat "${BIN_DIR}/lws-crds.yaml" "${lws}"/config/crd/bases/*.yaml
+  concat "${BIN_DIR}/lws-rbac.yaml" "${lws}/config/rbac/role.yaml"
+  concat "${BIN_DIR}/lws-webhooks.yaml" "${lws}/config/webhook/manifests.yaml"
+  concat "${BIN_DIR}/kuberay-crds.yaml" "${ray}"/config/crd/bases/*.yaml
+  concat "${BIN_DIR}/kuberay-rbac.yaml" "${ray}/config/rbac/role.yaml"
+  concat "${BIN_DIR}/trainer-crds.yaml" "${trainer}"/manifests/base/crds/trainer.kubeflow.org_*.yaml
+  concat "${BIN_DIR}/trainer-rbac.yaml" "${trainer}/manifests/base/rbac/role.yaml"
+  concat "${BIN_DIR}/trainer-webhooks.yaml" "${trainer}/manifests/base/webhook/manifests.yaml"
+}
+
+# concat <out> <file...> writes the files into out as one multi-document
+# YAML file, or fails naming the first that is missing.
+concat() {
+  local out=$1 f
+  shift
+  for f in "$@"; do
+    if [[ ! -f "${f}" ]]; then
+      echo "cannot find ${f} for ${out}" >&2
+      return 1
+    fi
+  done
+  for f in "$@"; do
+    echo "---"
+    cat "${f}"
+  done >"${out}.tmp"
+  mv -f "${out}.tmp" "${out}"
 }
 
 # module_dir prints the directory of module $2 as the tools module in
@@ -338,7 +429,8 @@ prefetch() {
   shift
   for tool in "$@"; do
     spec="$(tool_package "${tool}" "${kube_dir}")" || return 1
-    (cd "${spec% *}" && go list -deps "${spec#* }" >/dev/null) &
+    # shellcheck disable=SC2086 # a tool may have several packages.
+    (cd "${spec%% *}" && go list -deps ${spec#* } >/dev/null) &
     pids+=($!)
   done
   local pid
@@ -356,6 +448,14 @@ tool_package() {
   etcd) echo "${TOOLS_DIR}/etcd go.etcd.io/etcd/server/v3" ;;
   kwok) echo "${TOOLS_DIR}/kwok sigs.k8s.io/kwok/cmd/kwok" ;;
   jobset) echo "${TOOLS_DIR}/jobset sigs.k8s.io/jobset" ;;
+  frameworks)
+    local entry name module pkg pkgs=()
+    for entry in "${FRAMEWORKS[@]}"; do
+      read -r name module pkg <<<"${entry}"
+      pkgs+=("${pkg}")
+    done
+    echo "${TOOLS_DIR}/frameworks ${pkgs[*]}"
+    ;;
   karpenter) echo "${TOOLS_DIR}/karpenter sigs.k8s.io/karpenter/kwok" ;;
   helm) echo "${TOOLS_DIR}/helm helm.sh/helm/v4/cmd/helm" ;;
   *)

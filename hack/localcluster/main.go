@@ -1,8 +1,9 @@
 // Command localcluster runs a local control plane with Muster registered
 // with the aggregator (`make run`): etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kwok fake nodes, the JobSet
-// controller, with --autoscaler Karpenter's kwok cloud provider, and
-// muster-apiserver, until interrupted.
+// controller, with --autoscaler Karpenter's kwok cloud provider, with
+// --frameworks the controllers of LeaderWorkerSet, KubeRay and Kubeflow
+// Trainer, and muster-apiserver, until interrupted.
 package main
 
 import (
@@ -42,10 +43,11 @@ func main() {
 
 func run() error {
 	var (
-		opts      cluster.Options
-		out       string
-		manifests stringList
-		musterArg stringList
+		opts       cluster.Options
+		out        string
+		manifests  stringList
+		musterArg  stringList
+		frameworks bool
 	)
 	klog.InitFlags(nil)
 	flag.IntVar(&opts.Nodes, "nodes", 4, "number of kwok fake nodes")
@@ -56,6 +58,7 @@ func run() error {
 	flag.StringVar(&opts.BinDir, "bin-dir", "bin", "directory with the control-plane binaries, etcd, kwok and kubectl (hack/build-tools.sh)")
 	flag.BoolVar(&opts.JobSet, "jobset", true, "run the JobSet controller (sigs.k8s.io/jobset) with its CRDs and webhooks")
 	flag.BoolVar(&opts.Karpenter, "autoscaler", false, "run Karpenter (sigs.k8s.io/karpenter) with its kwok cloud provider, and a KWOKNodeClass and NodePool named "+autoscalerPool+" over its instance types, so that pods that fit no node get one")
+	flag.BoolVar(&frameworks, "frameworks", false, "run the controllers of LeaderWorkerSet (sigs.k8s.io/lws), KubeRay (ray-operator) and Kubeflow Trainer (needs --jobset), each with its CRDs and webhooks (hack/build-tools.sh frameworks)")
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver); --muster-binary= runs the cluster without Muster")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable)")
 	flag.Var(&manifests, "muster-manifest", "with --muster-by-hand, YAML applied with kubectl before Muster starts (repeatable; default: "+cluster.MusterRBACManifest+", Muster's RBAC)")
@@ -65,6 +68,9 @@ func run() error {
 		opts.MusterBinary = cluster.DefaultMusterBinary(opts.BinDir)
 	}
 	opts.WorkDir = out
+	if frameworks {
+		opts.Frameworks = cluster.Frameworks
+	}
 	opts.MusterArgs = musterArg
 	opts.MusterManifests = manifests
 	if !flagSet("muster-manifest") {
@@ -111,6 +117,14 @@ func run() error {
 	}
 	fmt.Println("\nstopping local cluster...")
 	return nil
+}
+
+// frameworkAPIs says what each framework's controller serves, for the
+// banner.
+var frameworkAPIs = map[cluster.Framework]string{
+	cluster.LeaderWorkerSet: "LeaderWorkerSets (leaderworkerset.x-k8s.io/v1)",
+	cluster.KubeRay:         "RayClusters and RayJobs (ray.io/v1)",
+	cluster.Trainer:         "TrainJobs and TrainingRuntimes (trainer.kubeflow.org/v1alpha1)",
 }
 
 // autoscalerPool names the KWOKNodeClass and NodePool that --autoscaler
@@ -177,6 +191,9 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	if opts.JobSet {
 		fmt.Printf("jobset controller (sigs.k8s.io/jobset), serving JobSets (jobset.x-k8s.io/v1alpha2)\n")
 	}
+	for _, f := range opts.Frameworks {
+		fmt.Printf("%s controller, serving %s\n", f, frameworkAPIs[f])
+	}
 	if opts.Karpenter {
 		instanceTypes := opts.KarpenterInstanceTypes
 		if len(instanceTypes) == 0 {
@@ -212,6 +229,9 @@ func printUsage(c *cluster.Cluster, opts cluster.Options, out string, took time.
 	}
 	if opts.Karpenter {
 		logs = append(logs, cluster.KarpenterComponent)
+	}
+	for _, f := range opts.Frameworks {
+		logs = append(logs, string(f))
 	}
 	if c.MusterURL != "" {
 		logs = append(logs, "muster-apiserver")

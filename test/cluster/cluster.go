@@ -70,6 +70,10 @@ type Cluster struct {
 	// webhookProxy is in front of the replicas' webhook ports.
 	webhookProxy *serviceProxy
 	stopOnce     sync.Once
+
+	// frameworks are the Frameworks whose controllers run (StartFramework).
+	frameworksMu sync.Mutex
+	frameworks   map[Framework]bool
 }
 
 // Start brings up a cluster and returns once every component is ready: the
@@ -124,6 +128,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if c.opts.Karpenter {
 		steps = append(steps, step{"karpenter", c.startKarpenter})
+	}
+	for _, f := range c.opts.Frameworks {
+		steps = append(steps, step{string(f), func(ctx context.Context) error { return c.StartFramework(ctx, f) }})
 	}
 	if c.opts.ProvisioningRequestCRD {
 		steps = append(steps, step{"provisioningrequest crd", c.installProvisioningRequestCRD})

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,7 +25,6 @@ import (
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 )
 
 // Files of the JobSet controller (sigs.k8s.io/jobset), which
@@ -248,52 +245,14 @@ func escapeNamespaceField(node any) int {
 	return changed
 }
 
-// grantJobSet creates JobSet's namespace and service account, and binds
-// that account to the ClusterRole JobSet's release ships
-// (config/components/rbac/role.yaml), under the name its kustomization
-// gives it. The role lists what the controller and its webhooks use; the
-// Secret and webhook-configuration rights of its certificate rotation are
-// not needed here.
+// grantJobSet gives JobSet's service account the ClusterRole JobSet's
+// release ships (config/components/rbac/role.yaml), under the name its
+// kustomization gives it. The role lists what the controller and its
+// webhooks use; the Secret and webhook-configuration rights of its
+// certificate rotation are not needed here.
 func (c *Cluster) grantJobSet(ctx context.Context) error {
-	data, err := os.ReadFile(c.opts.binary(JobSetRBACFile))
-	if err != nil {
-		return fmt.Errorf("reading JobSet RBAC (run hack/build-tools.sh jobset): %w", err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		return fmt.Errorf("decoding %s: %w", c.opts.binary(JobSetRBACFile), err)
-	}
-	if role.Kind != "ClusterRole" || len(role.Rules) == 0 {
-		return fmt.Errorf("%s holds no ClusterRole rules", c.opts.binary(JobSetRBACFile))
-	}
-	role.ObjectMeta = metav1.ObjectMeta{Name: jobSetRoleName}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: jobSetRoleName + "binding"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: jobSetRoleName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: JobSetServiceAccount, Namespace: JobSetNamespace}},
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: JobSetNamespace}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: JobSetServiceAccount, Namespace: JobSetNamespace}}
-	core, rbac := c.Client.CoreV1(), c.Client.RbacV1()
-	creates := []struct {
-		what   string
-		create func() error
-	}{
-		{"namespace", func() error { _, err := core.Namespaces().Create(ctx, ns, metav1.CreateOptions{}); return err }},
-		{"service account", func() error {
-			_, err := core.ServiceAccounts(JobSetNamespace).Create(ctx, sa, metav1.CreateOptions{})
-			return err
-		}},
-		{"cluster role", func() error { _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); return err }},
-		{"cluster role binding", func() error {
-			_, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-			return err
-		}},
-	}
-	for _, cr := range creates {
-		if err := cr.create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating JobSet %s: %w", cr.what, err)
-		}
+	if err := c.grantController(ctx, c.opts.binary(JobSetRBACFile), JobSetNamespace, JobSetServiceAccount, jobSetRoleName); err != nil {
+		return fmt.Errorf("JobSet: %w (run hack/build-tools.sh jobset)", err)
 	}
 	return nil
 }
@@ -307,20 +266,8 @@ func (c *Cluster) jobSetCredentials() (kubeconfig, certDir string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	certDir = filepath.Join(c.WorkDir, "jobset-certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("creating JobSet cert dir: %w", err)
-	}
-	for src, dst := range map[string]string{c.pki.LocalServingCert: "tls.crt", c.pki.LocalServKey: "tls.key"} {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return "", "", fmt.Errorf("reading %s: %w", src, err)
-		}
-		if err := os.WriteFile(filepath.Join(certDir, dst), data, 0o600); err != nil {
-			return "", "", fmt.Errorf("writing JobSet %s: %w", dst, err)
-		}
-	}
-	return kubeconfig, certDir, nil
+	certDir, err = c.localServingCertDir(JobSetComponent)
+	return kubeconfig, certDir, err
 }
 
 // loadAuthority reads back a CA that generatePKI wrote, to issue one more

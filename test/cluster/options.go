@@ -97,6 +97,11 @@ type Options struct {
 	// binary and its manifests in BinDir (hack/build-tools.sh jobset).
 	JobSet bool
 
+	// Frameworks run these frameworks' controllers once the fake nodes
+	// are up (StartFramework, which a test may also call later). Each needs
+	// its binary and manifests in BinDir (hack/build-tools.sh frameworks).
+	Frameworks []Framework
+
 	// ProvisioningRequestCRD serves cluster-autoscaler's ProvisioningRequest
 	// API (autoscaling.x-k8s.io/v1) from a CRD the harness embeds, before
 	// Muster starts, so that --autoscaling=auto finds it. Nothing acts on a
@@ -228,6 +233,7 @@ func (o Options) MissingBinaries() []string {
 	if o.Karpenter {
 		missing = append(missing, o.missingKarpenterManifests()...)
 	}
+	missing = append(missing, o.missingFrameworkFiles()...)
 	return missing
 }
 

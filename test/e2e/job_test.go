@@ -394,13 +394,20 @@ func watchGangsWhole(ctx context.Context, ns string, stop <-chan struct{}, minCo
 		}
 		exist, released, running := map[string]int{}, map[string]int{}, 0
 		for _, p := range list.Items {
-			group := p.Labels[scheduling.PodGroupLabel]
+			ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+			group, gang := p.Labels[scheduling.PodGroupLabel]
+			if !gang { // not Muster's (a RayJob's submitter): it only takes room.
+				if !ended && p.Spec.NodeName != "" {
+					running++
+				}
+				continue
+			}
 			exist[group]++
 			if isGated(&p) {
 				continue
 			}
 			released[group]++
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			if !ended {
 				running++
 			}
 		}

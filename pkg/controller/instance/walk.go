@@ -31,6 +31,12 @@ type Instance struct {
 	Size int32
 	// SizedBy names that owner, as "Kind name", for messages.
 	SizedBy string
+	// Gone is set when the walk ended at an owner that no longer exists:
+	// not found, or replaced by another object of its name (a new UID).
+	// The pod then belongs to an instance that is being torn down, as a
+	// LeaderWorkerSet group's old workers are once their leader pod was
+	// recreated, until the garbage collector deletes them.
+	Gone bool
 }
 
 // cronJob makes Jobs, one instance each.
@@ -50,13 +56,17 @@ func Walk(ctx context.Context, r Reader, namespace string, start *metav1.OwnerRe
 		in.Top = ref
 		obj, err := r.Get(ctx, namespace, *ref)
 		switch {
-		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || isNoMatch(err):
+		case apierrors.IsNotFound(err):
+			in.Gone = true
+			return in, nil
+		case apierrors.IsForbidden(err) || isNoMatch(err):
 			return in, nil
 		case err != nil:
 			return in, fmt.Errorf("reading %s %s/%s, an owner of the pod: %w", ref.Kind, namespace, ref.Name, err)
 		case obj.GetUID() != ref.UID:
 			// Replaced by another object of the same name: the owner
 			// the pod names is gone.
+			in.Gone = true
 			return in, nil
 		}
 		if n, ok := sizeOf(obj); ok && depth > sizedAt {

@@ -68,6 +68,9 @@ func TestWalk(t *testing.T) {
 		}}),
 		"TrainJob/train":    object("trainer.kubeflow.org/v1alpha1", "TrainJob", "train", nil, map[string]any{}),
 		"StatefulSet/lws-0": object("apps/v1", "StatefulSet", "lws-0", leaderPod, map[string]any{"replicas": int64(3)}),
+		// The worker StatefulSet of a leader pod that was recreated: it names
+		// the old leader's UID.
+		"StatefulSet/lws-0-old": object("apps/v1", "StatefulSet", "lws-0-old", &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "lws-0", UID: "old-leader", Controller: ptr.To(true)}, nil),
 		"Pod/lws-0":         object("v1", "Pod", "lws-0", leaderSTS, nil),
 		"StatefulSet/lws":   object("apps/v1", "StatefulSet", "lws", lwsRef, map[string]any{}),
 		"LeaderWorkerSet/lws": object("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws", nil, map[string]any{
@@ -88,21 +91,23 @@ func TestWalk(t *testing.T) {
 		wantBy    string
 		wantReads int
 		wantErr   bool
+		wantGone  bool
 	}{
-		{"a Job runs its parallelism", ref("batch/v1", "Job", "plain"), nil, "Job/plain", 4, "Job plain", 1, false},
-		{"a Job runs no more than its completions", ref("batch/v1", "Job", "few"), nil, "Job/few", 2, "Job few", 1, false},
-		{"a Job with neither runs one pod", ref("batch/v1", "Job", "one"), nil, "Job/one", 1, "Job one", 1, false},
-		{"a CronJob's Job is the instance, and the CronJob is not read", ref("batch/v1", "Job", "nightly-1"), nil, "Job/nightly-1", 3, "Job nightly-1", 1, false},
-		{"a TrainJob owns the group, its JobSet sizes it", ref("batch/v1", "Job", "train-workers-0"), nil, "TrainJob/train", 5, "JobSet train", 3, false},
-		{"a LeaderWorkerSet worker walks up to its LeaderWorkerSet", ref("apps/v1", "StatefulSet", "lws-0"), nil, "LeaderWorkerSet/lws", 4, "LeaderWorkerSet lws", 4, false},
-		{"a RayJob owns the group, its RayCluster sizes it", ref("ray.io/v1", "RayCluster", "rc"), nil, "RayJob/rj", 7, "RayCluster rc", 2, false},
-		{"an owner that is gone ends the walk there", ref("batch/v1", "Job", "gone"), nil, "Job/gone", 0, "", 1, false},
+		{"a Job runs its parallelism", ref("batch/v1", "Job", "plain"), nil, "Job/plain", 4, "Job plain", 1, false, false},
+		{"a Job runs no more than its completions", ref("batch/v1", "Job", "few"), nil, "Job/few", 2, "Job few", 1, false, false},
+		{"a Job with neither runs one pod", ref("batch/v1", "Job", "one"), nil, "Job/one", 1, "Job one", 1, false, false},
+		{"a CronJob's Job is the instance, and the CronJob is not read", ref("batch/v1", "Job", "nightly-1"), nil, "Job/nightly-1", 3, "Job nightly-1", 1, false, false},
+		{"a TrainJob owns the group, its JobSet sizes it", ref("batch/v1", "Job", "train-workers-0"), nil, "TrainJob/train", 5, "JobSet train", 3, false, false},
+		{"a LeaderWorkerSet worker walks up to its LeaderWorkerSet", ref("apps/v1", "StatefulSet", "lws-0"), nil, "LeaderWorkerSet/lws", 4, "LeaderWorkerSet lws", 4, false, false},
+		{"a RayJob owns the group, its RayCluster sizes it", ref("ray.io/v1", "RayCluster", "rc"), nil, "RayJob/rj", 7, "RayCluster rc", 2, false, false},
+		{"an owner that is gone ends the walk there", ref("batch/v1", "Job", "gone"), nil, "Job/gone", 0, "", 1, false, true},
+		{"an owner replaced under its name is gone: a restarted LeaderWorkerSet group's old workers", ref("apps/v1", "StatefulSet", "lws-0-old"), nil, "Pod/lws-0", 0, "", 2, false, true},
 		{"an owner Muster may not read ends the walk there", ref("batch/v1", "Job", "train-workers-0"),
-			map[string]error{"JobSet/train": apierrors.NewForbidden(schema.GroupResource{Resource: "jobsets"}, "train", errors.New("no"))}, "JobSet/train", 2, "Job train-workers-0", 2, false},
-		{"a spec of the wrong type sizes nothing", ref("batch/v1", "Job", "bad"), nil, "Job/bad", 0, "", 1, false},
+			map[string]error{"JobSet/train": apierrors.NewForbidden(schema.GroupResource{Resource: "jobsets"}, "train", errors.New("no"))}, "JobSet/train", 2, "Job train-workers-0", 2, false, false},
+		{"a spec of the wrong type sizes nothing", ref("batch/v1", "Job", "bad"), nil, "Job/bad", 0, "", 1, false, false},
 		{"a server error is returned, to retry", ref("batch/v1", "Job", "plain"),
-			map[string]error{"Job/plain": apierrors.NewServiceUnavailable("down")}, "", 0, "", 1, true},
-		{"a pod with no controller has no instance", nil, nil, "", 0, "", 0, false},
+			map[string]error{"Job/plain": apierrors.NewServiceUnavailable("down")}, "", 0, "", 1, true, false},
+		{"a pod with no controller has no instance", nil, nil, "", 0, "", 0, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,8 +126,8 @@ func TestWalk(t *testing.T) {
 			if in.Top != nil {
 				top = in.Top.Kind + "/" + in.Top.Name
 			}
-			if top != tt.wantTop || in.Size != tt.wantSize || in.SizedBy != tt.wantBy {
-				t.Errorf("Walk = top %s, size %d by %q; want top %s, size %d by %q", top, in.Size, in.SizedBy, tt.wantTop, tt.wantSize, tt.wantBy)
+			if top != tt.wantTop || in.Size != tt.wantSize || in.SizedBy != tt.wantBy || in.Gone != tt.wantGone {
+				t.Errorf("Walk = top %s, size %d by %q, gone %v; want top %s, size %d by %q, gone %v", top, in.Size, in.SizedBy, in.Gone, tt.wantTop, tt.wantSize, tt.wantBy, tt.wantGone)
 			}
 		})
 	}

@@ -384,6 +384,31 @@ func TestSyncReleaseNeverShort(t *testing.T) {
 			}
 		},
 	}, {
+		// A LeaderWorkerSet restarts a group by recreating its leader while
+		// the old workers run on until the garbage collector deletes them.
+		name: "running pods of an instance that is gone (their controller deleted) do not complete a replacement: it waits for its own gang",
+		objs: append(objects(admitted(3),
+			newPod("p-0", running, byInstanceMod, ofJob("old")), newPod("p-1", running, byInstanceMod, ofJob("old")),
+			newPod("r", byInstanceMod, ofJob("new"))), sizedJob("new", 3, nil)),
+		setup: func(h *harness) { h.c.owners = trackerReader{h} },
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 0 {
+				t.Errorf("patches = %v, want r held: p-0 and p-1 belong to Job old, which is gone", got)
+			}
+			wantEvents(t, h.events(), fmt.Sprintf(held3, 1))
+		},
+	}, {
+		name: "running pods whose controller still exists complete a replacement, which goes at once",
+		objs: append(objects(admitted(3),
+			newPod("p-0", running, byInstanceMod, ofJob("old")), newPod("p-1", running, byInstanceMod, ofJob("old")),
+			newPod("r", byInstanceMod, ofJob("old"))), sizedJob("old", 3, nil)),
+		setup: func(h *harness) { h.c.owners = trackerReader{h} },
+		check: func(t *testing.T, h *harness) {
+			if got := h.podPatches(); len(got) != 1 || len(got["r"]) != 1 {
+				t.Errorf("patches = %v, want one for r", got)
+			}
+		},
+	}, {
 		// Cut short, 2 of the 3 ran: the group was never Scheduled.
 		name: "a release cut short (the leader died between its gate patches) is carried out after the released pods ended, one of them failed",
 		objs: objects(newGroup(3, admittedAt(t0.Add(-time.Hour))), newPod("a", succeeded), newPod("b", failed), newPod("c")),

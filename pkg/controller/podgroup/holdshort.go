@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"context"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,14 +37,22 @@ import (
 // that did not fit). It is a joiner like any other, never a gang of its own
 // after the admitted pods failed.
 //
+// Running pods of an instance that is being torn down do not count
+// (goneInstancePods): a LeaderWorkerSet group restarted by its controller
+// runs whole again, not its new leader first beside the old workers.
+//
 // It returns the pods among ready that it holds, and tells each of them
 // once why.
-func (c *Controller) holdShort(pg *v1alpha1.PodGroup, v *podView, ready []*corev1.Pod) []*corev1.Pod {
+func (c *Controller) holdShort(ctx context.Context, pg *v1alpha1.PodGroup, v *podView, ready []*corev1.Pod) []*corev1.Pod {
 	key := groupKey(pg.Namespace, pg.Name)
 	need := minCount(pg)
 	have := c.gangHas(key, pg, v, ready)
 	if have >= need {
-		return nil
+		gone := c.goneInstancePods(ctx, v)
+		if have-gone >= need {
+			return nil
+		}
+		have -= gone
 	}
 	held, waiting := ready, activeGated(v)
 	if decided := admittedWith(pg, ready); len(decided) > 0 && c.releasedSoFar(key, pg, v) < need &&

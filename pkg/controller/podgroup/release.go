@@ -50,7 +50,7 @@ func (c *Controller) ungate(ctx context.Context, pg *v1alpha1.PodGroup, v *podVi
 			pods = append(pods, p)
 		}
 	}
-	if held := c.holdShort(pg, v, pods); len(held) > 0 {
+	if held := c.holdShort(ctx, pg, v, pods); len(held) > 0 {
 		pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return slices.Contains(held, p) })
 	}
 	if len(pods) == 0 {
