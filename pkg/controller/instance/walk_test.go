@@ -71,8 +71,8 @@ func TestWalk(t *testing.T) {
 		// The worker StatefulSet of a leader pod that was recreated: it names
 		// the old leader's UID.
 		"StatefulSet/lws-0-old": object("apps/v1", "StatefulSet", "lws-0-old", &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "lws-0", UID: "old-leader", Controller: ptr.To(true)}, nil),
-		"Pod/lws-0":         object("v1", "Pod", "lws-0", leaderSTS, nil),
-		"StatefulSet/lws":   object("apps/v1", "StatefulSet", "lws", lwsRef, map[string]any{}),
+		"Pod/lws-0":             object("v1", "Pod", "lws-0", leaderSTS, nil),
+		"StatefulSet/lws":       object("apps/v1", "StatefulSet", "lws", lwsRef, map[string]any{}),
 		"LeaderWorkerSet/lws": object("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws", nil, map[string]any{
 			"leaderWorkerTemplate": map[string]any{"size": int64(4)}}),
 		"RayCluster/rc": object("ray.io/v1", "RayCluster", "rc", rayJobRef, map[string]any{"workerGroupSpecs": []any{
