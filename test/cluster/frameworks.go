@@ -100,8 +100,8 @@ var frameworkSpecs = map[Framework]frameworkSpec{
 		podSelectorKey: "leaderworkerset.sigs.k8s.io/name",
 		args: func(kubeconfig, certDir, workDir string, webhookPort, healthPort int) ([]string, error) {
 			path := filepath.Join(workDir, "lws.yaml")
-			if err := os.WriteFile(path, fmt.Appendf(nil, lwsConfig, webhookPort, certDir, healthPort), 0o600); err != nil {
-				return nil, fmt.Errorf("writing LeaderWorkerSet config: %w", err)
+			if err := writeManagerConfig(path, "config.lws.x-k8s.io/v1alpha1", webhookPort, certDir, healthPort); err != nil {
+				return nil, err
 			}
 			return []string{"--kubeconfig=" + kubeconfig, "--config=" + path}, nil
 		},
@@ -145,28 +145,6 @@ var frameworkSpecs = map[Framework]frameworkSpec{
 		},
 	},
 }
-
-// lwsConfig is LeaderWorkerSet's Configuration file, set up as JobSet's
-// (jobSetConfig): webhooks served with the harness's certificate for
-// 127.0.0.1, no certificate rotation, no leader election, no metrics.
-const lwsConfig = `apiVersion: config.lws.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-webhook:
-  host: 127.0.0.1
-  port: %d
-  certDir: %q
-metrics:
-  bindAddress: "0"
-health:
-  healthProbeBindAddress: 127.0.0.1:%d
-clientConnection:
-  qps: 500
-  burst: 500
-`
 
 // The files hack/build-tools.sh frameworks writes beside each binary.
 func (f Framework) crdsFile() string     { return string(f) + "-crds.yaml" }
@@ -340,24 +318,9 @@ func (c *Cluster) grantController(ctx context.Context, rbacPath, namespace, serv
 	if err := created("service account")(core.ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})); err != nil {
 		return err
 	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	clusterRoles := 0
-	for {
-		var doc map[string]any
-		if err := decoder.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return fmt.Errorf("decoding %s: %w", rbacPath, err)
-		}
-		if len(doc) == 0 {
-			continue
-		}
-		raw, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		switch doc["kind"] {
+	err = eachDocument(rbacPath, data, func(kind string, raw []byte) error {
+		switch kind {
 		case "ClusterRole":
 			role := &rbacv1.ClusterRole{}
 			if err := yaml.UnmarshalStrict(raw, role); err != nil {
@@ -399,8 +362,12 @@ func (c *Cluster) grantController(ctx context.Context, rbacPath, namespace, serv
 				return err
 			}
 		default:
-			return fmt.Errorf("%s holds a %v, want ClusterRoles and Roles", rbacPath, doc["kind"])
+			return fmt.Errorf("%s holds a %s, want ClusterRoles and Roles", rbacPath, kind)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if clusterRoles == 0 {
 		return fmt.Errorf("%s holds no ClusterRole", rbacPath)
@@ -522,23 +489,8 @@ func (c *Cluster) registerReleaseWebhooks(ctx context.Context, path string, targ
 		return nil
 	}
 	admission := c.Client.AdmissionregistrationV1()
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var doc map[string]any
-		if err := decoder.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("decoding %s: %w", path, err)
-		}
-		if len(doc) == 0 {
-			continue
-		}
-		raw, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		switch doc["kind"] {
+	return eachDocument(path, data, func(kind string, raw []byte) error {
+		switch kind {
 		case "MutatingWebhookConfiguration":
 			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
 			if err := yaml.UnmarshalStrict(raw, cfg); err != nil {
@@ -570,7 +522,34 @@ func (c *Cluster) registerReleaseWebhooks(ctx context.Context, path string, targ
 				return fmt.Errorf("registering %s: %w", cfg.Name, err)
 			}
 		default:
-			return fmt.Errorf("%s holds a %v, want webhook configurations", path, doc["kind"])
+			return fmt.Errorf("%s holds a %s, want webhook configurations", path, kind)
+		}
+		return nil
+	})
+}
+
+// eachDocument calls fn with the kind and the YAML of each non-empty
+// document of a multi-document YAML file's data, read from path.
+func eachDocument(path string, data []byte, fn func(kind string, raw []byte) error) error {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var doc map[string]any
+		if err := decoder.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("decoding %s: %w", path, err)
+		}
+		if len(doc) == 0 {
+			continue
+		}
+		raw, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		kind, _ := doc["kind"].(string)
+		if err := fn(kind, raw); err != nil {
+			return err
 		}
 	}
 }

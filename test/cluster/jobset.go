@@ -53,14 +53,15 @@ var JobSetResource = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Versi
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// jobSetConfig is JobSet's Configuration file. The harness serves its
-// webhooks with the cluster CA's certificate for 127.0.0.1, so JobSet's own
-// certificate rotation (which writes a Secret and patches the webhook
-// configurations of its Deployment's Service) is off. No leader election:
-// one replica, and several clusters on one machine never wait on each
-// other. No metrics server: nothing scrapes it, and it would need a
-// certificate and delegated authorization of its own.
-const jobSetConfig = `apiVersion: config.jobset.x-k8s.io/v1alpha1
+// managerConfig is the Configuration file that JobSet and LeaderWorkerSet
+// take (the same schema, in the group apiVersion names). The harness
+// serves their webhooks with the cluster CA's certificate for 127.0.0.1,
+// so their own certificate rotation (which writes a Secret and patches the
+// webhook configurations of their Deployment's Service) is off. No leader
+// election: one replica, and several clusters on one machine never wait
+// on each other. No metrics server: nothing scrapes it, and it would need
+// a certificate and delegated authorization of its own.
+const managerConfig = `apiVersion: %s
 kind: Configuration
 leaderElection:
   leaderElect: false
@@ -78,6 +79,14 @@ clientConnection:
   qps: 500
   burst: 500
 `
+
+// writeManagerConfig writes managerConfig for apiVersion to path.
+func writeManagerConfig(path, apiVersion string, webhookPort int, certDir string, healthPort int) error {
+	if err := os.WriteFile(path, fmt.Appendf(nil, managerConfig, apiVersion, webhookPort, certDir, healthPort), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
 
 // startJobSet installs JobSet's CRDs, gives the controller its service
 // account's identity and the ClusterRole of the pinned release, runs it
@@ -105,8 +114,8 @@ func (c *Cluster) startJobSet(ctx context.Context) error {
 	// ports[0] serves the webhooks (TLS), ports[1] the health probes.
 	start := func(ports []int) (*process, error) {
 		configPath := filepath.Join(c.opts.WorkDir, "jobset.yaml")
-		if err := os.WriteFile(configPath, fmt.Appendf(nil, jobSetConfig, ports[0], certDir, ports[1]), 0o600); err != nil {
-			return nil, fmt.Errorf("writing JobSet config: %w", err)
+		if err := writeManagerConfig(configPath, "config.jobset.x-k8s.io/v1alpha1", ports[0], certDir, ports[1]); err != nil {
+			return nil, err
 		}
 		args := []string{"--kubeconfig=" + kubeconfig, "--config=" + configPath}
 		return startProcess(JobSetComponent, c.opts.binary(JobSetBinary), args, c.logDir())
