@@ -105,6 +105,7 @@ func TestChaos(t *testing.T) {
 	stopChaos()
 	<-killerDone
 	restarts := <-restartsDone
+	l.leaderless = killer.leaderless
 
 	o, bad, err := l.converge(ctx, 3*time.Minute)
 	if err != nil {

@@ -140,13 +140,16 @@ func (l *load) readOutcome(ctx context.Context) (outcome, error) {
 		}
 		o.byGroup[group] = c
 	}
-	o.ranOn = ranOn(list.Items)
+	o.ranOn = ranOn(list.Items, l.leaderless)
 	return o, nil
 }
 
 // evictionSlack is how long after the last of its generation's pods was
-// marked for eviction a pod of it may still end: the grace period of 1s,
-// and timestamps of whole seconds.
+// marked for eviction a pod of it may still end, while a controller leads:
+// the grace period of 1s, and timestamps of whole seconds. Time in which no
+// replica led (the leader was killed between marking a gang and evicting
+// the rest, and the next had not taken the Lease) is added: no controller
+// could act then, and the next leader evicts the rest when it takes over.
 const evictionSlack = 3 * time.Second
 
 // ranOn lists the pods that were bound before Muster marked the last pod
@@ -154,7 +157,7 @@ const evictionSlack = 3 * time.Second
 // evictionSlack after it: Muster evicts a preempted gang whole. (A pod of
 // the generation that was still gated then may be released with a later
 // admission, and bound after the mark.)
-func ranOn(pods []corev1.Pod) []string {
+func ranOn(pods []corev1.Pod, leaderless []window) []string {
 	type key struct {
 		group string
 		gen   int
@@ -184,8 +187,8 @@ func ranOn(pods []corev1.Pod) []string {
 		if !ok || bound.After(at) {
 			continue
 		}
-		if end, ok := finishedAt(p); ok && end.Sub(at) > evictionSlack {
-			out = append(out, fmt.Sprintf("%s ended %s after its gang was evicted", p.Name, end.Sub(at)))
+		if end, ok := finishedAt(p); ok && end.Sub(at) > evictionSlack+overlap(leaderless, at, end) {
+			out = append(out, fmt.Sprintf("%s ended %s after its gang was evicted (%s of it with no leader)", p.Name, end.Sub(at), overlap(leaderless, at, end).Round(time.Millisecond)))
 		}
 	}
 	return out

@@ -20,7 +20,31 @@ type leaderKiller struct {
 	mu        sync.Mutex
 	kills     int
 	failovers []time.Duration // from a kill to the next leader seen
-	errors    []string
+	// leaderless are the same spans, as windows: from each kill to the next
+	// leader seen, while no controller acted.
+	leaderless []window
+	errors     []string
+}
+
+// window is a span of time.
+type window struct{ from, to time.Time }
+
+// overlap is how much of [from, to] falls within windows.
+func overlap(windows []window, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, w := range windows {
+		start, end := w.from, w.to
+		if from.After(start) {
+			start = from
+		}
+		if to.Before(end) {
+			end = to
+		}
+		if end.After(start) {
+			d += end.Sub(start)
+		}
+	}
+	return d
 }
 
 // run kills leaders until ctx ends, then leaves both replicas running.
@@ -35,6 +59,7 @@ func (k *leaderKiller) run(ctx context.Context) {
 		if !killedAt.IsZero() {
 			k.mu.Lock()
 			k.failovers = append(k.failovers, time.Since(killedAt))
+			k.leaderless = append(k.leaderless, window{killedAt, time.Now()})
 			k.mu.Unlock()
 		}
 		dwell := k.minDwell + time.Duration(rand.Int64N(int64(k.maxDwell-k.minDwell)+1))

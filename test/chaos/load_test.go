@@ -92,6 +92,10 @@ type load struct {
 	gangs  []*gang
 	byName map[string]*gang
 
+	// leaderless are the spans in which no replica led (leaderKiller), set
+	// once the killer has stopped and before the outcome is read.
+	leaderless []window
+
 	// ending is set once the load's outcome has been read: the framework
 	// then restarts no gang and deletes no pod of its own, so that the
 	// pods the end deletes add nothing to count (a gang restarted while
