@@ -186,6 +186,9 @@ const (
 	// EventWaitingForGang, on a pod: it stays gated until enough pods exist
 	// to be released together.
 	EventWaitingForGang = "WaitingForGang"
+	// EventSyncPanicked, on a PodGroup: a sync of it panicked; the controller
+	// recovered and retries it with backoff, and its pods stay as they were.
+	EventSyncPanicked = "SyncPanicked"
 	// EventOrderedReadyStatefulSet, on a StatefulSet's pod: the StatefulSet
 	// can never form the group's gang.
 	EventOrderedReadyStatefulSet = "OrderedReadyStatefulSet"

@@ -256,7 +256,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	start := c.clock.Now()
-	requeueAfter, err := c.sync(ctx, key)
+	requeueAfter, err := c.syncRecovering(ctx, key, c.sync)
 	c.metrics.syncDuration.Observe(c.clock.Since(start).Seconds())
 	if err != nil {
 		if isStaleRead(err) {

@@ -21,6 +21,7 @@ const metricsSubsystem = "muster"
 // a fresh set without colliding with the last.
 type controllerMetrics struct {
 	syncDuration       *k8smetrics.Histogram
+	syncPanics         *k8smetrics.Counter
 	gateRemovalLatency *k8smetrics.Histogram
 	podsUngated        *k8smetrics.Counter
 	podsAccounted      *k8smetrics.CounterVec
@@ -60,6 +61,10 @@ func newControllerMetrics() *controllerMetrics {
 			Subsystem: metricsSubsystem, Name: "pod_scheduling_gate_removal_seconds",
 			Help:    "Time from the controller seeing the last pod a gang needed to the last admission gate of the gang being removed.",
 			Buckets: k8smetrics.ExponentialBuckets(0.005, 2, 14), StabilityLevel: k8smetrics.ALPHA,
+		}),
+		syncPanics: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "controller_sync_panics_total",
+			Help: "Syncs of a PodGroup that panicked; the controller recovered each and retries the group with backoff.", StabilityLevel: k8smetrics.ALPHA,
 		}),
 		podsUngated: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
 			Subsystem: metricsSubsystem, Name: "pods_ungated_total",
@@ -122,7 +127,7 @@ func newControllerMetrics() *controllerMetrics {
 
 // all lists the metrics, to register and unregister them together.
 func (m *controllerMetrics) all() []k8smetrics.Registerable {
-	return []k8smetrics.Registerable{m.syncDuration, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
+	return []k8smetrics.Registerable{m.syncDuration, m.syncPanics, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
 		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted,
 		m.capacityRequestPods, m.capacityRequested, m.capacityRequestAdmission, m.capacityRequestsWithdrawn}
 }

@@ -5,6 +5,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
@@ -84,7 +86,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
+	if err := recovering(ctx, key, c.sync); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Syncing Workload", "key", key)
 		c.queue.AddRateLimited(key)
 		return true
@@ -94,6 +96,20 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 // sync records that the current generation was seen.
+// recovering runs sync for key and turns a panic into an error, logged
+// with its stack: the worker goes on with other Workloads and the key is
+// retried with backoff, rather than one object's input taking the
+// controller (and its leader's Lease) down.
+func recovering(ctx context.Context, key string, sync func(context.Context, string) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			klog.FromContext(ctx).Error(nil, "Recovered from a panic syncing Workload", "key", key, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("sync of Workload %s panicked: %v", key, r)
+		}
+	}()
+	return sync(ctx, key)
+}
+
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,5 +75,21 @@ func TestSync(t *testing.T) {
 				t.Errorf("status = %+v, want observedGeneration %d and Accepted=True", got.Status, tc.workload.Generation)
 			}
 		})
+	}
+}
+
+// TestSyncRecoversPanic: a Workload sync that panics returns an error, so
+// that its key is retried with backoff, and the controller goes on.
+func TestSyncRecoversPanic(t *testing.T) {
+	err := recovering(context.Background(), "ns/w", func(context.Context, string) error {
+		var m map[string]int
+		m["boom"]++
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "sync of Workload ns/w panicked") {
+		t.Errorf("recovering = %v, want an error that says the sync of ns/w panicked", err)
+	}
+	if err := recovering(context.Background(), "ns/w", func(context.Context, string) error { return nil }); err != nil {
+		t.Errorf("recovering of a sync that succeeds = %v, want nil", err)
 	}
 }
