@@ -95,7 +95,8 @@ func withNegotiation(cfg *rest.Config) *rest.Config {
 
 // TestControllerMetrics runs a small gang and checks that /metrics carries
 // what operators watch: gate-removal latency, gated pods by phase, pods
-// accounted by result, and the workqueue's depth and latency.
+// accounted by result, the workqueue's depth and latency, and no sync
+// that panicked.
 func TestControllerMetrics(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -117,6 +118,9 @@ func TestControllerMetrics(t *testing.T) {
 		if v := metricValue(t, ctx, series); v < 0 {
 			t.Errorf("/metrics lacks %s", series)
 		}
+	}
+	if v := metricValue(t, ctx, "muster_controller_sync_panics_total"); v != 0 {
+		t.Errorf("muster_controller_sync_panics_total = %v, want 0: present, and no sync panicked", v)
 	}
 	if v := metricValue(t, ctx, "muster_pod_scheduling_gate_removal_seconds_count"); v < 1 {
 		t.Errorf("gate-removal latency observed %v times, want at least 1", v)
