@@ -32,6 +32,23 @@ func celCapacityRequest(root string) string {
 	return fmt.Sprintf("has(%[1]s.metadata.labels) && %[2]s in %[1]s.metadata.labels", root, celString(scheduling.CapacityRequestLabel))
 }
 
+// celCapacityRequestPod holds when the pod at root is one that Muster's
+// controller created to ask for room (CreatesPolicy): the label
+// scheduling.CapacityRequestLabel, the priority class
+// scheduling.CapacityRequestPriorityClass, and one owner reference, as
+// controller, to the PodGroup the label names. A tenant may put the label
+// and the class on a pod of its own, but not that owner, unless it made
+// its own PodGroup the pod's controller: then the pod is a capacity
+// request of its own group, which only that group's gang needs.
+func celCapacityRequestPod(root string) string {
+	owner := scheduling.GroupName + "/" + v1alpha1.SchemeGroupVersion.Version
+	owners := celList(root, "metadata.ownerReferences")
+	return fmt.Sprintf("(%[1]s && has(%[2]s.spec.priorityClassName) && %[2]s.spec.priorityClassName == %[3]s && "+
+		"%[4]s.size() == 1 && %[4]s[0].apiVersion == %[5]s && %[4]s[0].kind == 'PodGroup' && "+
+		"has(%[4]s[0].controller) && %[4]s[0].controller && %[4]s[0].name == %[2]s.metadata.labels[%[6]s])",
+		celCapacityRequest(root), root, celString(scheduling.CapacityRequestPriorityClass), owners, celString(owner), celString(scheduling.CapacityRequestLabel))
+}
+
 // CreatesPolicy returns the policy that lets Muster's controller create only
 // capacity-request pods, as autoscaling.CapacityRequestTemplate shapes them
 // and the controller names and owns them:

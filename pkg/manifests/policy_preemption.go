@@ -94,9 +94,12 @@ func preemptionValidations() []admissionregistrationv1.Validation {
 			"through pods/status it may not change the finalizers"),
 		// A capacity-request pod needs no mark: the controller created it
 		// (muster-pod-creates), nothing runs in it, and it deletes it once
-		// the gang is placed or the request times out.
-		confinedWrite(fmt.Sprintf("!variables.deleting || %s || %s.exists(c, %s)", celCapacityRequest("oldObject"), celConditions("oldObject"), celMarked("c")),
-			"status.conditions", fmt.Sprintf("it may delete only a pod that carries %s, which it adds through pods/status first, or a capacity-request pod (label %s)",
-				mark, scheduling.CapacityRequestLabel)),
+		// the gang is placed or the request times out. The label alone is
+		// not enough: any tenant may put it on a pod, which Muster could
+		// then delete unmarked; so the class and the owner must be those
+		// muster-pod-creates requires.
+		confinedWrite(fmt.Sprintf("!variables.deleting || %s || %s.exists(c, %s)", celCapacityRequestPod("oldObject"), celConditions("oldObject"), celMarked("c")),
+			"status.conditions", fmt.Sprintf("it may delete only a pod that carries %s, which it adds through pods/status first, or a capacity-request pod it created (label %s naming the PodGroup that owns it as controller, priority class %s)",
+				mark, scheduling.CapacityRequestLabel, scheduling.CapacityRequestPriorityClass)),
 	}
 }

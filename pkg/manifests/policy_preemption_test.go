@@ -141,7 +141,17 @@ func TestWritesPolicyPreemption(t *testing.T) {
 		{"deleting a pod the scheduler marked is denied", del(running(managed, withCondition(disruption(corev1.ConditionTrue, "PreemptionByScheduler")))), []string{conditions}},
 		{"deleting a pod marked False is denied", del(running(managed, withCondition(disruption(corev1.ConditionFalse, scheduling.ReasonPreemptionByMuster)))), []string{conditions}},
 		{"deleting a capacity-request pod unmarked is allowed", del(capacityRequest()), nil},
-		{"deleting a running capacity-request pod unmarked is allowed", del(running(podtest.Label(scheduling.CapacityRequestLabel, "g"))), nil},
+		{"deleting a running capacity-request pod unmarked is allowed", del(capacityRequest(func(p *corev1.Pod) { p.Status = running().Status })), nil},
+		// A tenant's pod that only looks like one (issue 34, item 8).
+		{"deleting an unmarked pod that carries only the capacity-request label is denied", del(running(podtest.Label(scheduling.CapacityRequestLabel, "g"))), []string{conditions}},
+		{"deleting an unmarked capacity-request pod of another priority class is denied",
+			del(capacityRequest(func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" })), []string{conditions}},
+		{"deleting an unmarked capacity-request pod that its PodGroup does not control is denied",
+			del(capacityRequest(withOwner(func(o *metav1.OwnerReference) { o.Controller = nil }))), []string{conditions}},
+		{"deleting an unmarked capacity-request pod owned by another PodGroup than its label names is denied",
+			del(capacityRequest(withOwner(func(o *metav1.OwnerReference) { o.Name = "other" }))), []string{conditions}},
+		{"deleting an unmarked capacity-request pod owned by something else is denied",
+			del(capacityRequest(withOwner(func(o *metav1.OwnerReference) { o.APIVersion, o.Kind = "batch/v1", "Job" }))), []string{conditions}},
 		// So it cannot mark a pod for deletion by the label either.
 		{"adding the capacity-request label to a pod is denied", update(running(unmanaged), podtest.Label(scheduling.CapacityRequestLabel, "g")), []string{"metadata.labels"}},
 

@@ -32,7 +32,9 @@ func createAs(client kubernetes.Interface, p *corev1.Pod, real bool) func(ctx co
 // controller may create a capacity-request pod as the controller builds it
 // (RBAC grants create; the PriorityClass it names is installed) and delete
 // it unmarked. muster-pod-creates denies any other pod it creates, naming
-// the field; an administrator is not confined.
+// the field; an administrator is not confined. A tenant's pod with the
+// label and the class, not owned by the PodGroup, it may not delete
+// unmarked.
 func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -99,6 +101,19 @@ func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 		created.Spec.PreemptionPolicy == nil || *created.Spec.PreemptionPolicy != corev1.PreemptNever {
 		t.Errorf("the capacity-request pod has priority %v and preemptionPolicy %v, want %d and Never from %s",
 			created.Spec.Priority, created.Spec.PreemptionPolicy, scheduling.CapacityRequestPriority, scheduling.CapacityRequestPriorityClass)
+	}
+	// A tenant's pod that carries the label (and even the class) but is
+	// not owned by the PodGroup it names is no capacity request: Muster
+	// may not delete it unmarked (issue 34, item 8).
+	lookalike := newPod(ns, "lookalike", podOpts{labels: map[string]string{scheduling.CapacityRequestLabel: pg.Name}})
+	lookalike.Spec.PriorityClassName = scheduling.CapacityRequestPriorityClass
+	lookalike, err = kube.CoreV1().Pods(ns).Create(ctx, lookalike, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a tenant creating a pod with the capacity-request label: %v", err)
+	}
+	err = deletePod(muster, lookalike, false)(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), policyDenial(manifests.WritesPolicyName)) || !strings.Contains(err.Error(), "status.conditions: Forbidden") {
+		t.Errorf("Muster deleting a tenant's pod that only looks like a capacity request: got %v, want a denial by %s on status.conditions", err, manifests.WritesPolicyName)
 	}
 	if err := deletePod(muster, created, true)(ctx, nil); err != nil {
 		t.Errorf("Muster deleting its capacity-request pod, unmarked: %v", err)
