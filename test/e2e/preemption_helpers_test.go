@@ -329,7 +329,7 @@ func (w *preemptionWatch) sample(ctx context.Context) {
 			if scheduling.HasGate(p) || w.sawReleased(p.UID) {
 				continue
 			}
-			if !admitted && !finished {
+			if !admitted && !finished && !boundBeforeAdmissionEnded(p, pg) {
 				w.record("early/"+string(p.UID), fmt.Sprintf("pod %s of gang %s was released while the group was not Admitted (conditions %v)", p.Name, g, pg.Status.Conditions))
 			}
 			if live < minCount {
@@ -340,6 +340,25 @@ func (w *preemptionWatch) sample(ctx context.Context) {
 			w.record("short/"+g, fmt.Sprintf("gang %s runs %v while only %d of its %d pods hold their place (%s)", g, running, holding, minCount, podStates(podValues(members))))
 		}
 	}
+}
+
+// boundBeforeAdmissionEnded reports whether pod p was bound no later than
+// the moment its group's preemption turned Admitted False: it was released
+// while the group was admitted, and the sampler only missed that
+// moment (the group was preempted between two samples, as a loaded machine
+// spaces them out). Timestamps have whole seconds, so the same second
+// counts as before.
+func boundBeforeAdmissionEnded(p *corev1.Pod, pg *v1alpha1.PodGroup) bool {
+	admitted := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+	if admitted == nil || admitted.Status != metav1.ConditionFalse || admitted.Reason != scheduling.ReasonPreemptionByMuster {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return !c.LastTransitionTime.After(admitted.LastTransitionTime.Time)
+		}
+	}
+	return false
 }
 
 // sawReleased reports whether the sampler saw the pod released before,
