@@ -138,7 +138,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: e2e-cluster-suite all build version image image-test image-host image-reproduce chart-package verify-version tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: e2e-cluster-suite e2e-both tools-oldest-idle all build version image image-test image-host image-reproduce chart-package verify-version tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
 
 all: build
 
@@ -198,16 +198,17 @@ run-standalone: build ## Serve the API alone on loopback, with no cluster.
 # make test: what needs the CPU first (vet, builds, unit tests), then the
 # suites on local clusters, each release's shards at once (they mostly
 # wait), then the two that measure and must run alone: abuse (latency
-# under attack) and chaos. The two releases run one after the other: with
-# both at once (6 clusters on 2 cores) a fresh machine's run lost one
-# PodGroup create to a 503 in TestHelmUpgradeUnderLoad's rolling update.
+# under attack) and chaos. The suites of both releases share one pool of
+# E2E_JOBS slots (e2e-both), so that no more than E2E_JOBS clusters run at
+# once (six at once on 2 cores lost a PodGroup create to a 503 in
+# TestHelmUpgradeUnderLoad's rolling update), and the oldest release's
+# control plane is built in one of them, at the lowest CPU priority, while
+# the newest's shards run.
 test: verify chart-lint chart unit integration ## Everything CI runs, with the chaos suite at CHAOS_PODS_TEST pods.
 	$(MAKE) --no-print-directory image-test $(HOST_IMAGE_FLAGS)
 	$(MAKE) --no-print-directory verify-version
 	$(MAKE) --no-print-directory tools
-	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
-	$(MAKE) --no-print-directory e2e
-	$(MAKE) --no-print-directory e2e-oldest
+	$(MAKE) --no-print-directory e2e-both
 	$(MAKE) --no-print-directory abuse
 	$(MAKE) --no-print-directory chaos CHAOS_PODS=$(CHAOS_PODS_TEST)
 
@@ -289,6 +290,24 @@ e2e-oldest: build ## The core gang scenarios (E2E_OLDEST_TESTS) on the oldest su
 	$(MAKE) --no-print-directory tools KUBE_VERSION=$(OLDEST_KUBE_VERSION)
 	$(GO) test -c -o /dev/null ./test/e2e
 	$(MAKE) --no-print-directory -j -Otarget $(foreach i,$(shell seq 1 $(E2E_OLDEST_SHARDS)),e2e-shard-oldest-$(i)-of-$(E2E_OLDEST_SHARDS))
+
+# e2e-both: the newest release's shards, the oldest's and test/cluster's
+# tests, at most E2E_JOBS at once. The first slot builds the oldest
+# release's control plane (tools-oldest-idle) while the newest's shards
+# run, since they mostly wait; the oldest's shards start once it is built
+# and a slot is free.
+E2E_JOBS ?= 4
+E2E_NEWEST_GOALS = $(foreach i,$(shell seq 1 $(E2E_SHARDS)),e2e-shard-newest-$(i)-of-$(E2E_SHARDS))
+E2E_OLDEST_GOALS = $(foreach i,$(shell seq 1 $(E2E_OLDEST_SHARDS)),e2e-shard-oldest-$(i)-of-$(E2E_OLDEST_SHARDS))
+
+e2e-both: build tools image-host ## make e2e and make e2e-oldest in one pool of E2E_JOBS slots, the oldest release's tools built at idle priority beside the newest's shards.
+	$(GO) test -c -o /dev/null ./test/e2e
+	$(MAKE) --no-print-directory -j$(E2E_JOBS) -Otarget tools-oldest-idle $(E2E_NEWEST_GOALS) $(E2E_OLDEST_GOALS) e2e-cluster-suite
+
+tools-oldest-idle:
+	KUBE_VERSION=$(OLDEST_KUBE_VERSION) nice -n 19 hack/build-tools.sh
+
+$(E2E_OLDEST_GOALS): tools-oldest-idle
 
 # e2e-run <log name> <kube version> <go test args>: one go test process of
 # the e2e suites, its output in E2E_LOGS/<log name>.log.

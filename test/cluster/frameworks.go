@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -252,6 +253,9 @@ func (c *Cluster) StartFramework(ctx context.Context, f Framework) error {
 		}
 		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
 		return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error { return httpOK(ctx, url) })
+	}
+	if spec.certMountDir != "" {
+		start, ready = holdMountDir(spec.certMountDir, start, ready)
 	}
 	hooks := webhookTarget{prefix: spec.webhookPrefix, name: spec.webhookName, podSelectorKey: spec.podSelectorKey}
 	if spec.webhookService != "" {
@@ -595,4 +599,44 @@ func (c *Cluster) localhostService(ctx context.Context, namespace, name string, 
 		return fmt.Errorf("creating Service %s/%s: %w", namespace, name, err)
 	}
 	return nil
+}
+
+// holdMountDir wraps a controller's start and ready so that each start, up
+// to its readiness, holds an exclusive lock on mountDir, a path fixed by the
+// release and so shared by every cluster on the machine: two clusters that
+// start the controller at once (make test runs the releases' shards side by
+// side) take turns at clearing the directory and at the rotation's check of
+// what is mounted there, instead of each reading the other's certificate.
+func holdMountDir(mountDir string, start func([]int) (*process, error), ready func(context.Context, *process, []int) error) (func([]int) (*process, error), func(context.Context, *process, []int) error) {
+	var lock *os.File
+	unlock := func() {
+		if lock != nil {
+			_ = lock.Close() // closing the file releases its lock
+			lock = nil
+		}
+	}
+	lockedStart := func(ports []int) (*process, error) {
+		if err := os.MkdirAll(filepath.Dir(mountDir), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(mountDir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		}
+		lock = f
+		p, err := start(ports)
+		if err != nil {
+			unlock()
+		}
+		return p, err
+	}
+	lockedReady := func(ctx context.Context, p *process, ports []int) error {
+		defer unlock()
+		return ready(ctx, p, ports)
+	}
+	return lockedStart, lockedReady
 }
