@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,15 +83,21 @@ func TestArtifactsMatchBuilder(t *testing.T) {
 	}
 }
 
+var update = flag.Bool("update", false, "rewrite the static manifests that the builders generate (PoliciesFile) from the builders")
+
 // TestPolicyArtifactsMatchBuilder keeps PoliciesFile in step with the
 // policies and bindings this package builds for the local cluster, in the
-// order ValidatingPolicies lists them.
+// order ValidatingPolicies lists them. With -update it rewrites the file
+// from them, keeping its leading comment.
 func TestPolicyArtifactsMatchBuilder(t *testing.T) {
-	docs := strings.Split(string(readArtifact(t, PoliciesFile)), "\n---\n")
 	var want []any
 	for _, p := range ValidatingPolicies() {
 		want = append(want, p.Policy, p.Binding)
 	}
+	if *update {
+		writePolicies(t, want)
+	}
+	docs := strings.Split(string(readArtifact(t, PoliciesFile)), "\n---\n")
 	if len(docs) != len(want) {
 		t.Fatalf("policies.yaml has %d documents, want %d", len(docs), len(want))
 	}
@@ -212,5 +219,32 @@ func TestPriorityClassArtifactMatchesBuilder(t *testing.T) {
 	}
 	if want := PriorityClass(); !apiequality.Semantic.DeepEqual(want, &got) {
 		t.Errorf("priorityclass.yaml differs from the builder:\n%s", diff.Diff(want, &got))
+	}
+}
+
+// writePolicies writes objs to PoliciesFile as YAML documents, each after
+// the comment that led the file's document of the same place.
+func writePolicies(t *testing.T, objs []any) {
+	t.Helper()
+	old := strings.Split(string(readArtifact(t, PoliciesFile)), "\n---\n")
+	docs := make([]string, len(objs))
+	for i, o := range objs {
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var comment []string
+		if i < len(old) {
+			for _, line := range strings.Split(old[i], "\n") {
+				if !strings.HasPrefix(line, "#") {
+					break
+				}
+				comment = append(comment, line+"\n")
+			}
+		}
+		docs[i] = strings.Join(comment, "") + strings.TrimSuffix(string(out), "\n")
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", filepath.FromSlash(PoliciesFile)), []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

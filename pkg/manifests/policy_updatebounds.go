@@ -17,7 +17,8 @@ import (
 // never reach it while this policy is installed, and CEL cannot measure a
 // map or list in bytes, so an update is bounded by counts that cannot pass
 // the byte bounds: it may not bring the labels above LabelCheckCount, nor
-// the tolerations above SchedulingCheckTolerations, unless they do not grow,
+// the tolerations above SchedulingCheckTolerations, nor the nodeSelector
+// above NodeSelectorCheckCount entries, unless they do not grow,
 // and each of Muster's annotations it changes is at most
 // MaxPodMusterAnnotationBytes. A pod created within the bounds stays
 // updatable. Affinity and topology spread are immutable on a pod once
@@ -29,6 +30,9 @@ func updateBounds() []admissionregistrationv1.Validation {
 	}
 	tolerations := func(root string) string {
 		return fmt.Sprintf("size(%s)", celList(root, "spec.tolerations"))
+	}
+	nodeSelector := func(root string) string {
+		return fmt.Sprintf("(has(%[1]s.spec.nodeSelector) ? size(%[1]s.spec.nodeSelector) : 0)", root)
 	}
 	keys := make([]string, len(scheduling.PodAnnotationKeys))
 	for i, k := range scheduling.PodAnnotationKeys {
@@ -49,6 +53,12 @@ func updateBounds() []admissionregistrationv1.Validation {
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 		{
+			Expression: fmt.Sprintf("oldObject == null || %[1]s <= %[3]d || %[1]s <= %[2]s", nodeSelector("object"), nodeSelector("oldObject"), scheduling.NodeSelectorCheckCount),
+			MessageExpression: fmt.Sprintf("'spec.nodeSelector: Too many: ' + string(%s) + ': must have at most %d items when an update adds to it; "+
+				"Muster keeps the nodeSelector of a pod in its group (MaxPodSchedulingBytes)'", nodeSelector("object"), scheduling.NodeSelectorCheckCount),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
+		{
 			Expression: fmt.Sprintf("oldObject == null || !has(%[1]s) || [%[3]s].all(k, !(k in %[1]s) || "+
 				"(has(%[2]s) && k in %[2]s && %[2]s[k] == %[1]s[k]) || size(%[1]s[k]) <= %[4]d)",
 				annotation("object"), annotation("oldObject"), strings.Join(keys, ", "), scheduling.MaxPodMusterAnnotationBytes),
@@ -56,5 +66,21 @@ func updateBounds() []admissionregistrationv1.Validation {
 				scheduling.MaxPodMusterAnnotationBytes),
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
+	}
+}
+
+// containerBound is the create's bound on a labelled pod's containers and
+// init containers together, scheduling.MaxPodContainers, with the message
+// the webhook's validateContainerCount gives (containers cannot change on
+// update).
+func containerBound() admissionregistrationv1.Validation {
+	count := "size(object.spec.containers) + (has(object.spec.initContainers) ? size(object.spec.initContainers) : 0)"
+	return admissionregistrationv1.Validation{
+		Expression: fmt.Sprintf("oldObject != null || %s <= %d", count, scheduling.MaxPodContainers),
+		MessageExpression: fmt.Sprintf("(has(object.spec.initContainers) && size(object.spec.initContainers) > size(object.spec.containers) ? 'spec.initContainers' : 'spec.containers') + "+
+			"': Too many: ' + string(%[1]s) + ': spec.containers and spec.initContainers are ' + string(%[1]s) + "+
+			"' together; a pod with the %[2]s label may have at most %[3]d, whose requests Muster keeps in memory while the pod waits'",
+			count, scheduling.PodGroupLabel, scheduling.MaxPodContainers),
+		Reason: ptr.To(metav1.StatusReasonInvalid),
 	}
 }

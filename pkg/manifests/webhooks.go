@@ -187,13 +187,15 @@ var RolesExpression = fmt.Sprintf("(has(object.metadata.labels) && %s in object.
 // be over scheduling.MaxPodSchedulingBytes, or its labels over
 // scheduling.MaxPodLabelBytes, which only Go measures: it has an affinity,
 // topology spread constraints, more tolerations than
-// scheduling.SchedulingCheckTolerations or more labels than
+// scheduling.SchedulingCheckTolerations, more nodeSelector entries than
+// scheduling.NodeSelectorCheckCount or more labels than
 // scheduling.LabelCheckCount. The validating webhook is called for those
 // creates and no others but the pods with roles.
 var SchedulingExpression = fmt.Sprintf("has(object.spec.affinity) || "+
 	"(has(object.spec.topologySpreadConstraints) && size(object.spec.topologySpreadConstraints) > 0) || "+
 	"(has(object.spec.tolerations) && size(object.spec.tolerations) > %d) || "+
-	"(has(object.metadata.labels) && size(object.metadata.labels) > %d)", scheduling.SchedulingCheckTolerations, scheduling.LabelCheckCount)
+	"(has(object.spec.nodeSelector) && size(object.spec.nodeSelector) > %d) || "+
+	"(has(object.metadata.labels) && size(object.metadata.labels) > %d)", scheduling.SchedulingCheckTolerations, scheduling.NodeSelectorCheckCount, scheduling.LabelCheckCount)
 
 // clientConfig points kube-apiserver at path on the configured server.
 func (c Config) clientConfig(path string) (admissionregistrationv1.WebhookClientConfig, error) {

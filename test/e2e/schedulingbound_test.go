@@ -17,9 +17,12 @@ import (
 // pods whose affinity is under and over scheduling.MaxPodSchedulingBytes,
 // plain and already prepared (gate, finalizer and managed label set by the
 // user, so the mutating webhook is not called), and one whose roles template
-// is over scheduling.MaxPodMusterAnnotationBytes: the validating webhook's
-// match condition sends the large ones, and they are refused naming the
-// field.
+// is over scheduling.MaxPodMusterAnnotationBytes, and others whose
+// nodeSelector is under and over the same bound (the fat nodeSelectors that
+// grew muster-apiserver's memory 4x their size) or that have more than
+// scheduling.MaxPodContainers containers: the validating webhook's match
+// condition sends the large ones, and muster-pod-labels checks the
+// containers; all are refused naming the field.
 func TestSchedulingInputsAreBounded(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -46,18 +49,41 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 			scheduling.RolesTemplateAnnotation: `[{"name":"worker","count":2,"template":{"requests":{"cpu":"1"}}}]` + strings.Repeat(" ", pad),
 		}
 	}
+	nodeSelector := func(n int) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{}
+			for j := range n {
+				p.Spec.NodeSelector[fmt.Sprintf("%0253d/%063d", j, j)] = strings.Repeat("v", 63)
+			}
+		}
+	}
+	containers := func(n int) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			for j := len(p.Spec.Containers); j < n; j++ {
+				c := p.Spec.Containers[0]
+				c.Name = fmt.Sprintf("c-%d", j)
+				p.Spec.Containers = append(p.Spec.Containers, c)
+			}
+		}
+	}
 	tests := []struct {
 		name        string
 		hosts       int
 		annotations map[string]string
 		prepared    bool
+		mutate      func(*corev1.Pod)
 		refused     string
 	}{
-		{"an affinity on 100 hosts is created", 100, nil, false, ""},
-		{"an affinity on 20,000 hosts is refused", 20000, nil, false, "spec.affinity"},
-		{"an affinity on 20,000 hosts is refused on a pod that comes prepared", 20000, nil, true, "spec.affinity"},
-		{"a roles template padded over 64 KiB is refused", 0, padded(scheduling.MaxPodMusterAnnotationBytes), false, scheduling.RolesTemplateAnnotation},
-		{"100 labels of the longest key and value are refused", -100, nil, false, "metadata.labels"},
+		{"an affinity on 100 hosts is created", 100, nil, false, nil, ""},
+		{"an affinity on 20,000 hosts is refused", 20000, nil, false, nil, "spec.affinity"},
+		{"an affinity on 20,000 hosts is refused on a pod that comes prepared", 20000, nil, true, nil, "spec.affinity"},
+		{"a roles template padded over 64 KiB is refused", 0, padded(scheduling.MaxPodMusterAnnotationBytes), false, nil, scheduling.RolesTemplateAnnotation},
+		{"100 labels of the longest key and value are refused", -100, nil, false, nil, "metadata.labels"},
+		{"a nodeSelector of 16 entries of the longest key and value is created", 0, nil, false, nodeSelector(scheduling.NodeSelectorCheckCount), ""},
+		{"a nodeSelector of 100 entries of the longest key and value is refused", 0, nil, false, nodeSelector(100), "spec.nodeSelector"},
+		{"a nodeSelector of 100 entries is refused on a pod that comes prepared", 0, nil, true, nodeSelector(100), "spec.nodeSelector"},
+		{"64 containers are created", 0, nil, false, containers(scheduling.MaxPodContainers), ""},
+		{"65 containers are refused", 0, nil, false, containers(scheduling.MaxPodContainers + 1), "spec.containers: Too many: 65"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +98,9 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 			}
 			if tt.annotations != nil {
 				p.Labels[scheduling.RoleLabel] = "driver"
+			}
+			if tt.mutate != nil {
+				tt.mutate(p)
 			}
 			if tt.prepared {
 				prepare(p)
@@ -91,8 +120,9 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 
 // TestSchedulingInputsAreBoundedOnUpdate updates labelled pods through
 // kube-apiserver, where muster-pod-labels checks updates in the webhook's
-// place: an update may not bring labels above scheduling.LabelCheckCount or
-// tolerations above scheduling.SchedulingCheckTolerations, nor make one of
+// place: an update may not bring labels above scheduling.LabelCheckCount,
+// tolerations above scheduling.SchedulingCheckTolerations or a gated pod's
+// nodeSelector above scheduling.NodeSelectorCheckCount, nor make one of
 // Muster's annotations longer than scheduling.MaxPodMusterAnnotationBytes;
 // it is refused naming the field. Smaller updates go through.
 func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
@@ -118,6 +148,15 @@ func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
 		}, "metadata.labels: Too many"},
 		{"adding 2 tolerations is allowed", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(2)...) }, ""},
 		{"adding tolerations past 16 is refused", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(20)...) }, "spec.tolerations: Too many"},
+		{"adding 2 nodeSelector entries to a gated pod is allowed (KEP-3838)", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"example.com/a": "1", "example.com/b": "2"}
+		}, ""},
+		{"adding nodeSelector entries past 16 is refused", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{}
+			for j := range 20 {
+				p.Spec.NodeSelector[fmt.Sprintf("example.com/key-%d", j)] = "v"
+			}
+		}, "spec.nodeSelector: Too many"},
 		{"a min-count changed to a valid value is allowed", func(p *corev1.Pod) { p.Annotations[scheduling.MinCountAnnotation] = "3" }, ""},
 		{"a roles template grown past 64 KiB is refused", func(p *corev1.Pod) {
 			p.Annotations[scheduling.RolesTemplateAnnotation] = `[{"name":"worker","count":2,"template":{}}]` + strings.Repeat(" ", scheduling.MaxPodMusterAnnotationBytes)

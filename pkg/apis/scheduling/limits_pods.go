@@ -8,8 +8,9 @@ package scheduling
 // docs/limits.md lists every bound with its value and why.
 const (
 	// MaxPodSchedulingBytes bounds, on the create of a pod that carries the
-	// group label, the size of its spec.affinity, spec.tolerations and
-	// spec.topologySpreadConstraints together, as JSON. 32 KiB holds a
+	// group label, the size of its spec.nodeSelector, spec.affinity,
+	// spec.tolerations and spec.topologySpreadConstraints together, as
+	// JSON. 32 KiB holds a
 	// node affinity that names about 1,000 hosts, or a few dozen terms of
 	// pod (anti-)affinity with their selectors, with room to spare: real
 	// workloads use a few hundred bytes (a one-per-node anti-affinity is
@@ -26,6 +27,23 @@ const (
 	// and seconds), so 16 of them cannot reach the bound, and a pod with
 	// the usual two or three never costs a webhook call.
 	SchedulingCheckTolerations = 16
+
+	// NodeSelectorCheckCount is how many entries a labelled pod's
+	// spec.nodeSelector may have before its create is sent to the
+	// validating webhook to be measured against MaxPodSchedulingBytes, and
+	// how many an update may bring it to, unless it does not grow (KEP-3838
+	// lets a gated pod's nodeSelector gain entries). An entry is at most
+	// about 386 bytes of JSON (a 317-character key and a 63-character
+	// value), so 16 of them, beside 16 tolerations, cannot reach the bound.
+	NodeSelectorCheckCount = 16
+
+	// MaxPodContainers bounds, on the create of a pod that carries the group
+	// label, its containers and init containers together. The pod cache
+	// keeps each container's requests and ports (capacity.TrimContainers),
+	// so without a bound one pod of many empty containers, within
+	// kube-apiserver's object limit, would cost the cache many times its
+	// size. Real pods have a handful; kube-apiserver sets no limit.
+	MaxPodContainers = 64
 
 	// MaxPodMusterAnnotationBytes bounds, on the create of a pod that
 	// carries the group label, the size of the Muster annotations the

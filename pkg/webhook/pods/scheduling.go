@@ -25,6 +25,7 @@ func validateSchedulingInputs(pod *corev1.Pod) field.ErrorList {
 		path  *field.Path
 		bytes int
 	}{
+		{specPath.Child("nodeSelector"), jsonSize(pod.Spec.NodeSelector, len(pod.Spec.NodeSelector) == 0)},
 		{specPath.Child("affinity"), jsonSize(pod.Spec.Affinity, pod.Spec.Affinity == nil)},
 		{specPath.Child("tolerations"), jsonSize(pod.Spec.Tolerations, len(pod.Spec.Tolerations) == 0)},
 		{specPath.Child("topologySpreadConstraints"), jsonSize(pod.Spec.TopologySpreadConstraints, len(pod.Spec.TopologySpreadConstraints) == 0)},
@@ -43,7 +44,7 @@ func validateSchedulingInputs(pod *corev1.Pod) field.ErrorList {
 		Type:     field.ErrorTypeTooLong,
 		Field:    sizes[largest].path.String(),
 		BadValue: field.OmitValueType{},
-		Detail: fmt.Sprintf("spec.affinity, spec.tolerations and spec.topologySpreadConstraints are %d bytes of JSON together (this field %d); "+
+		Detail: fmt.Sprintf("spec.nodeSelector, spec.affinity, spec.tolerations and spec.topologySpreadConstraints are %d bytes of JSON together (this field %d); "+
 			"a pod with the %s label may carry at most %d, which Muster keeps in memory while the pod waits",
 			total, sizes[largest].bytes, scheduling.PodGroupLabel, scheduling.MaxPodSchedulingBytes),
 	}}
@@ -114,4 +115,28 @@ func jsonSize(v any, empty bool) int {
 		return scheduling.MaxPodSchedulingBytes + 1
 	}
 	return len(b)
+}
+
+// validateContainerCount bounds the containers of a new labelled pod, init
+// containers included, to scheduling.MaxPodContainers: the pod cache keeps
+// each one's requests and ports.
+func validateContainerCount(pod *corev1.Pod) field.ErrorList {
+	if _, ok := pod.Labels[scheduling.PodGroupLabel]; !ok {
+		return nil
+	}
+	n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers)
+	if n <= scheduling.MaxPodContainers {
+		return nil
+	}
+	path := specPath.Child("containers")
+	if len(pod.Spec.InitContainers) > len(pod.Spec.Containers) {
+		path = specPath.Child("initContainers")
+	}
+	return field.ErrorList{&field.Error{
+		Type:     field.ErrorTypeTooMany,
+		Field:    path.String(),
+		BadValue: n,
+		Detail: fmt.Sprintf("spec.containers and spec.initContainers are %d together; a pod with the %s label may have at most %d, whose requests Muster keeps in memory while the pod waits",
+			n, scheduling.PodGroupLabel, scheduling.MaxPodContainers),
+	}}
 }

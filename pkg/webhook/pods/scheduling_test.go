@@ -57,6 +57,30 @@ func withRolesTemplate(n, pad int) func(*corev1.Pod) {
 	}
 }
 
+// withNodeSelector sets a nodeSelector of n entries of the longest key and
+// value the API accepts.
+func withNodeSelector(n int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{}
+		for i := range n {
+			p.Spec.NodeSelector[fmt.Sprintf("%0253d/%063d", i, i)] = strings.Repeat("v", 63)
+		}
+	}
+}
+
+// withContainers gives the pod n containers and init init containers.
+func withContainers(n, init int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers, p.Spec.InitContainers = nil, nil
+		for i := range n {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("c-%d", i), Image: "app"})
+		}
+		for i := range init {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("i-%d", i), Image: "app"})
+		}
+	}
+}
+
 func withScheduling(a *corev1.Affinity, t []corev1.Toleration) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Spec.Affinity, p.Spec.Tolerations = a, t }
 }
@@ -76,6 +100,14 @@ func TestValidateSchedulingInputs(t *testing.T) {
 		{"a node affinity over the bound is refused, naming spec.affinity", podtest.Pod(podtest.InGroup("train"), withScheduling(hostAffinity(3000), nil)), []want{tooLong(affinityField)}},
 		{"the bound is on the sum: the largest field is named", podtest.Pod(podtest.InGroup("train"), withScheduling(hostAffinity(600), tolerations(80))), []want{tooLong(tolerationsField)}},
 		{"an unlabelled pod is not Muster's to bound", podtest.Pod(withScheduling(hostAffinity(20000), nil)), nil},
+		{"a nodeSelector of 16 of the longest entries is valid", podtest.Pod(podtest.InGroup("train"), withNodeSelector(scheduling.NodeSelectorCheckCount)), nil},
+		{"a nodeSelector over the bound is refused, naming spec.nodeSelector", podtest.Pod(podtest.InGroup("train"), withNodeSelector(100)), []want{tooLong("spec.nodeSelector")}},
+		{"the nodeSelector counts toward the sum with the affinity", podtest.Pod(podtest.InGroup("train"), withScheduling(hostAffinity(2000), nil), withNodeSelector(16)),
+			[]want{tooLong(affinityField)}},
+		{"64 containers and init containers are valid", podtest.Pod(podtest.InGroup("train"), withContainers(60, 4)), nil},
+		{"65 containers are refused, naming spec.containers", podtest.Pod(podtest.InGroup("train"), withContainers(65, 0)), []want{{"FieldValueTooMany", "spec.containers"}}},
+		{"mostly init containers are refused, naming spec.initContainers", podtest.Pod(podtest.InGroup("train"), withContainers(1, 64)), []want{{"FieldValueTooMany", "spec.initContainers"}}},
+		{"an unlabelled pod's containers are not Muster's to bound", podtest.Pod(withContainers(100, 0)), nil},
 
 		{"64 labels of the longest key and value are valid", podtest.Pod(podtest.InGroup("train"), withLabels(63)), nil},
 		{"labels over the bound are refused, naming metadata.labels", podtest.Pod(podtest.InGroup("train"), withLabels(100)), []want{tooLong("metadata.labels")}},
@@ -106,6 +138,18 @@ func TestToleratedCountCannotReachTheBound(t *testing.T) {
 	if n := jsonSize(p.Spec.Tolerations, false); n > scheduling.MaxPodSchedulingBytes {
 		t.Errorf("%d of the largest tolerations are %d bytes, over the bound %d: the match condition would let them through unmeasured",
 			scheduling.SchedulingCheckTolerations, n, scheduling.MaxPodSchedulingBytes)
+	}
+}
+
+// TestNodeSelectorCountCannotReachTheBound: a pod the validating webhook's
+// match condition does not send (no affinity, no spread, at most
+// SchedulingCheckTolerations tolerations and NodeSelectorCheckCount
+// nodeSelector entries, each of the largest) is always within the bound.
+func TestNodeSelectorCountCannotReachTheBound(t *testing.T) {
+	p := podtest.Pod(podtest.InGroup("train"), withScheduling(nil, tolerations(scheduling.SchedulingCheckTolerations)), withNodeSelector(scheduling.NodeSelectorCheckCount))
+	if errs := validateSchedulingInputs(p); len(errs) != 0 {
+		t.Errorf("%d tolerations and %d of the longest nodeSelector entries are refused: the match condition would let such a pod through unmeasured: %v",
+			scheduling.SchedulingCheckTolerations, scheduling.NodeSelectorCheckCount, errs)
 	}
 }
 

@@ -22,6 +22,7 @@ func validateCreate(pod *corev1.Pod) field.ErrorList {
 	allErrs := validateNames(pod, nil)
 	allErrs = append(allErrs, validateSchedulingInputs(pod)...)
 	allErrs = append(allErrs, validateLabelSize(pod)...)
+	allErrs = append(allErrs, validateContainerCount(pod)...)
 	return append(allErrs, validateMusterAnnotations(pod)...)
 }
 
