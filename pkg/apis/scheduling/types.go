@@ -280,6 +280,7 @@ type PreemptionVictim struct {
 	Namespace string
 	Name      string
 	UID       types.UID
+	Ref       string
 	Priority  int32
 	Pods      int32
 }

@@ -62,6 +62,12 @@ type Mode interface {
 	// (step 9's holdShort).
 	UnreservedLater(g Group) int32
 
+	// ResolveVictim is a victim of a recorded preemption with its
+	// namespace, name and UID, which a victim in another namespace is
+	// recorded without (scheduling.VictimRef); ok is false when such a
+	// victim cannot be found: it is gone.
+	ResolveVictim(v v1alpha1.PreemptionVictim) (resolved v1alpha1.PreemptionVictim, ok bool)
+
 	// ObservePod tells admission that one of Muster's pods changed, or is
 	// gone.
 	ObservePod(p *corev1.Pod, gone bool)

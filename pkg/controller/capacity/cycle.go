@@ -40,9 +40,10 @@ type Candidate struct {
 	// Preempt says that the gang may preempt lower-priority ones to fit:
 	// none of its pods says preemptionPolicy: Never.
 	Preempt bool
-	// Preempting are the keys of the victims of the preemption recorded
-	// in the group's status, decided at PreemptedAt: while any of them is
-	// still going, the gang waits for it, and starts no second preemption.
+	// Preempting are the keys (namespace/name) of the victims of the
+	// preemption recorded in the group's status, decided at PreemptedAt:
+	// while any of them is still going, the gang waits for it, and starts
+	// no second preemption.
 	Preempting  []string
 	PreemptedAt time.Time
 }
@@ -316,5 +317,5 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 		p.taken[v] = true
 	}
 	return Verdict{Key: c.Key, Cause: CausePreempting, Victims: ch.victims, Assignments: ch.res.Assignments, Copies: ch.res.Copies,
-		Message: fmt.Sprintf("preempting %d of lower priority to fit: %s", len(ch.victims), describeVictims(ch.victims))}, true
+		Message: fmt.Sprintf("preempting %d of lower priority to fit: %s", len(ch.victims), describeVictims(c.Key.Namespace, ch.victims))}, true
 }

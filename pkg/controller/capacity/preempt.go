@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
@@ -113,16 +115,22 @@ func (s *Snapshot) preempt(c Candidate, pool []*Victim, taken map[*Victim]bool) 
 	return choice{victims: set, res: res}, true, ""
 }
 
-// describeVictims names victims for a message: kind, name, priority and
-// pods, at most five, then how many more.
-func describeVictims(vs []*Victim) string {
+// describeVictims names victims for a message on a group of namespace ns:
+// kind, name, priority and pods, at most five, then how many more. A victim
+// in another namespace is named by kind and priority alone, since whoever
+// may read the group need not see that namespace (docs/threat-model.md).
+func describeVictims(ns string, vs []*Victim) string {
 	var parts []string
 	for i, v := range vs {
 		if i == 5 {
 			parts = append(parts, fmt.Sprintf("and %d more", len(vs)-5))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (priority %d, %d pods)", v.Kind, v.Key, v.Priority, v.Pods()))
+		if vns, name, _ := cache.SplitMetaNamespaceKey(v.Key); vns == ns {
+			parts = append(parts, fmt.Sprintf("%s %s (priority %d, %d pods)", v.Kind, name, v.Priority, v.Pods()))
+		} else {
+			parts = append(parts, fmt.Sprintf("a %s in another namespace (priority %d, %d pods)", v.Kind, v.Priority, v.Pods()))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

@@ -489,3 +489,34 @@ func TestPreemptionOfUnmanagedPodsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeVictims: a verdict's message names the victims in the
+// preemptor's namespace, and any other by kind and priority alone.
+func TestDescribeVictims(t *testing.T) {
+	vs := func(keys ...string) []*Victim {
+		out := make([]*Victim, len(keys))
+		for i, k := range keys {
+			out[i] = &Victim{Key: k, Kind: "PodGroup", Priority: int32(i)}
+		}
+		return out
+	}
+	tests := []struct {
+		name, ns string
+		victims  []*Victim
+		want     string
+	}{
+		{"its own namespace, by name", "team-a", vs("team-a/low"), "PodGroup low (priority 0, 0 pods)"},
+		{"another namespace, by kind and priority", "team-a", vs("team-b/theirs"), "a PodGroup in another namespace (priority 0, 0 pods)"},
+		{"keys without a namespace are of the empty one", "", vs("low"), "PodGroup low (priority 0, 0 pods)"},
+		{"five, then how many more", "a", vs("a/v0", "b/v1", "a/v2", "a/v3", "a/v4", "b/v5", "a/v6"),
+			"PodGroup v0 (priority 0, 0 pods), a PodGroup in another namespace (priority 1, 0 pods), PodGroup v2 (priority 2, 0 pods), " +
+				"PodGroup v3 (priority 3, 0 pods), PodGroup v4 (priority 4, 0 pods), and 2 more"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := describeVictims(tc.ns, tc.victims); got != tc.want {
+				t.Errorf("describeVictims = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -52,6 +52,9 @@ type Mode struct {
 	enqueue func(key scheduling.GroupKey)
 	// held remembers the placed joiners that stay gated (heldjoiners.go).
 	held heldPlacements
+	// victimRefs remembers the victims in other namespaces of the
+	// preemptions this replica decided, by ref (victimrefs.go).
+	victimRefs victimRefs
 	// autoscale asks an autoscaler for room for gangs that do not fit the
 	// nodes there are (autoscaling.go); nil with --autoscaling=off.
 	autoscale *autoscaler

@@ -37,6 +37,7 @@ func (a *Mode) placeGang(g admission.Group, need int32, now time.Time) (admissio
 		if len(d.Victims) > 0 && placed+released >= need {
 			// A preemption: recorded now, carried out once written
 			// (preemption.go); the gang is admitted in a later cycle.
+			a.victimRefs.remember(d.Victims)
 			return preemptionDecision(g, d, now), false
 		}
 		if len(d.Victims) == 0 && placed > 0 && placed+released >= need {
@@ -64,7 +65,7 @@ func (a *Mode) placeGang(g admission.Group, need int32, now time.Time) (admissio
 	a.queue.offer(capacity.Candidate{
 		Key: g.Key, Priority: gangPriority(pg, g.Pods), Created: pg.CreationTimestamp.Time,
 		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),
-		Preempt: mayPreempt(g.Pods), Preempting: preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
+		Preempt: mayPreempt(g.Pods), Preempting: a.preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
 	})
 	w, _ := a.queue.waitReason(g.Key)
 	return admission.Decision{Reason: w.Reason, Message: w.Message}, false

@@ -64,3 +64,10 @@ func (countAdmission) ExplainStalled(*corev1.Pod, string) string { return "" }
 
 // BeforeRelease has nothing to do: count admission asks no autoscaler.
 func (countAdmission) BeforeRelease(context.Context, scheduling.GroupKey) error { return nil }
+
+// ResolveVictim: count admission decides no preemption. A victim recorded by
+// ref (by capacity admission, before the mode changed) cannot be found
+// here, and counts as gone.
+func (countAdmission) ResolveVictim(v v1alpha1.PreemptionVictim) (v1alpha1.PreemptionVictim, bool) {
+	return v, v.Ref == ""
+}

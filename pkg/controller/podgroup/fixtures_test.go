@@ -18,7 +18,9 @@ import (
 )
 
 const (
-	testNS    = "ns"
+	testNS = "ns"
+	// otherNS is a second namespace, of another tenant.
+	otherNS   = "other"
 	testGroup = "pg"
 )
 

@@ -46,14 +46,18 @@ func (c *Controller) markVictims(ctx context.Context, pg *v1alpha1.PodGroup) err
 	if p == nil || isAdmitted(pg) {
 		return nil
 	}
-	by := fmt.Sprintf("preempted by PodGroup %s/%s (priority %d, above its %%d) to fit", pg.Namespace, pg.Name, p.Priority)
 	var errs []error
-	for _, v := range p.Victims {
-		why := fmt.Sprintf(by, v.Priority)
+	for _, recorded := range p.Victims {
+		v, ok := c.admitter.ResolveVictim(recorded)
+		if !ok {
+			continue // recorded by ref, and gone
+		}
+		why := preemptedBy(pg, p.Priority, v)
+		klog.FromContext(ctx).V(2).Info("Preempting", "preemptor", klog.KObj(pg), "victimKind", v.Kind, "victim", klog.KRef(v.Namespace, v.Name), "victimUID", v.UID)
 		var err error
 		switch v.Kind {
 		case scheduling.VictimKindPodGroup:
-			err = c.markVictim(ctx, v, p.Time, why)
+			err = c.markVictim(ctx, v, p.Time, why, klog.KObj(pg))
 		case scheduling.VictimKindPod:
 			err = c.evictUnmanaged(ctx, v, why)
 		}
@@ -64,11 +68,24 @@ func (c *Controller) markVictims(ctx context.Context, pg *v1alpha1.PodGroup) err
 	return errors.Join(errs...)
 }
 
+// preemptedBy is why a victim is preempted, for its condition, its event
+// and its pods' DisruptionTarget: the preemptor is named only to a victim in
+// its own namespace. To any other it is a PodGroup of its priority in
+// another namespace: the victim's readers need not see the preemptor's
+// namespace. Admins find both in the controller's log ("Preempting", at
+// verbosity 2, and "Preempted a gang").
+func preemptedBy(preemptor *v1alpha1.PodGroup, priority int32, v v1alpha1.PreemptionVictim) string {
+	if v.Namespace == preemptor.Namespace {
+		return fmt.Sprintf("preempted by PodGroup %s (priority %d, above its %d) to fit", preemptor.Name, priority, v.Priority)
+	}
+	return fmt.Sprintf("preempted by a PodGroup in another namespace (priority %d, above its %d) to fit", priority, v.Priority)
+}
+
 // markVictim writes Preempted=True and Admitted=False, reason
 // PreemptionByMuster, to a victim group, and drops its placements and
 // reservations: its capacity goes to the preemptor, and it waits whole
 // again. Its own sync then evicts its released pods (evict.go).
-func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim, decided metav1.Time, why string) error {
+func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim, decided metav1.Time, why string, preemptor klog.ObjectRef) error {
 	// The cache answers for a victim already marked, gone or replaced, so
 	// that a preemptor's syncs while its victims go cost no API call.
 	if cached, err := c.pgLister.PodGroups(v.Namespace).Get(v.Name); apierrors.IsNotFound(err) ||
@@ -104,7 +121,7 @@ func (c *Controller) markVictim(ctx context.Context, v v1alpha1.PreemptionVictim
 		return err
 	}
 	if marked {
-		klog.FromContext(ctx).Info("Preempted a gang", "victim", klog.KRef(v.Namespace, v.Name), "why", why)
+		klog.FromContext(ctx).Info("Preempted a gang", "victim", klog.KRef(v.Namespace, v.Name), "why", why, "preemptor", preemptor)
 		key := groupKey(v.Namespace, v.Name)
 		c.recorder.Event(groupRef(key, v.UID), corev1.EventTypeWarning, scheduling.EventPreempted, why)
 		c.queue.Add(key)

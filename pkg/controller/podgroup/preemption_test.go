@@ -125,25 +125,37 @@ func TestSyncMarksVictims(t *testing.T) {
 		}
 		return v
 	}
+	inOther := func(pg *v1alpha1.PodGroup) { pg.Namespace = otherNS }
 	tests := []struct {
 		name     string
 		victim   *v1alpha1.PodGroup
 		wantMark bool
+		// wantWhy is what the victim's Preempted message says of the
+		// preemptor; notWant, what it must not.
+		wantWhy, notWant string
 	}{
-		{"an admitted victim is marked", victim(), true},
-		{"a new group of the victim's name is not", victim(func(pg *v1alpha1.PodGroup) { pg.UID = "uid-other" }), false},
-		{"a victim admitted again since the decision is not", victim(admittedAt(t0.Add(time.Minute))), false},
-		{"a finished victim is not", victim(finishedAt(v1alpha1.ReasonSucceeded, t0)), false},
+		{"an admitted victim is marked, naming the preemptor", victim(), true, "PodGroup pg (priority 100", ""},
+		{"a new group of the victim's name is not", victim(func(pg *v1alpha1.PodGroup) { pg.UID = "uid-other" }), false, "", ""},
+		{"a victim admitted again since the decision is not", victim(admittedAt(t0.Add(time.Minute))), false, "", ""},
+		{"a finished victim is not", victim(finishedAt(v1alpha1.ReasonSucceeded, t0)), false, "", ""},
+		{"a victim in another namespace, recorded by ref, is marked without the preemptor's names", victim(inOther), true,
+			"a PodGroup in another namespace (priority 100, above its 0)", testNS + "/"},
+		{"a new group of the name of a victim recorded by ref is not", victim(inOther, func(pg *v1alpha1.PodGroup) { pg.UID = "uid-other" }), false, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pre := newGroup(2, condition(v1alpha1.ConditionAdmitted, metav1.ConditionFalse, scheduling.ReasonPreempting, t0))
-			pre.Status.Preemption = &v1alpha1.PodGroupPreemption{Time: metav1.NewTime(t0), Priority: 100, Victims: []v1alpha1.PreemptionVictim{
-				{Kind: scheduling.VictimKindPodGroup, Namespace: testNS, Name: "low", UID: "uid-low", Priority: 0, Pods: 2},
-			}}
-			h := newHarness(t, func(c *Config) { c.Admission = AdmissionCapacity }, pre, tc.victim, newPod("p0"), newPod("p1"))
+			recorded := v1alpha1.PreemptionVictim{Kind: scheduling.VictimKindPodGroup, Namespace: testNS, Name: "low", UID: "uid-low", Priority: 0, Pods: 2}
+			if tc.victim.Namespace != testNS {
+				// As capacity admission records a victim in another
+				// namespace: by ref alone.
+				recorded = v1alpha1.PreemptionVictim{Kind: scheduling.VictimKindPodGroup, Ref: scheduling.VictimRef("uid-low"), Priority: 0, Pods: 2}
+			}
+			pre.Status.Preemption = &v1alpha1.PodGroupPreemption{Time: metav1.NewTime(t0), Priority: 100, Victims: []v1alpha1.PreemptionVictim{recorded}}
+			other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS, Labels: map[string]string{corev1.LabelMetadataName: otherNS}}}
+			h := newHarness(t, func(c *Config) { c.Admission = AdmissionCapacity }, pre, tc.victim, other, newPod("p0"), newPod("p1"))
 			h.sync()
-			got, err := h.muster.SchedulingV1alpha1().PodGroups(testNS).Get(t.Context(), "low", metav1.GetOptions{})
+			got, err := h.muster.SchedulingV1alpha1().PodGroups(tc.victim.Namespace).Get(t.Context(), "low", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,8 +169,12 @@ func TestSyncMarksVictims(t *testing.T) {
 			if isAdmitted(got) || got.Status.Placements != nil {
 				t.Errorf("marked victim: admitted %v, placements %v; want neither", isAdmitted(got), got.Status.Placements)
 			}
-			if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionPreempted); !strings.Contains(c.Message, "PodGroup ns/pg (priority 100") {
-				t.Errorf("Preempted message %q does not name the preemptor and its priority", c.Message)
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionPreempted)
+			if !strings.Contains(c.Message, tc.wantWhy) {
+				t.Errorf("Preempted message %q, want it to say %q", c.Message, tc.wantWhy)
+			}
+			if tc.notWant != "" && strings.Contains(c.Message, tc.notWant) {
+				t.Errorf("Preempted message %q names the preemptor's namespace (%q) to a victim in another", c.Message, tc.notWant)
 			}
 			h.reset()
 			h.observe()

@@ -1171,24 +1171,28 @@ func schema_pkg_apis_scheduling_v1alpha1_PreemptionVictim(ref common.ReferenceCa
 					},
 					"namespace": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Namespace is the victim's namespace.",
-							Default:     "",
+							Description: "Namespace is the victim's namespace, when it is the group's own; a victim in another namespace is named by ref alone.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Name is the victim's name.",
-							Default:     "",
+							Description: "Name is the victim's name, when it is in the group's namespace.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"uid": {
 						SchemaProps: spec.SchemaProps{
-							Description: "UID is the victim's UID: a new object of the same name is not a victim.",
-							Default:     "",
+							Description: "UID is the victim's UID, when it is in the group's namespace: a new object of the same name is not a victim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ref": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ref stands for a victim in another namespace, in place of its namespace, name and UID, which whoever may read this group need not be allowed to see: \"sha256:\" and the hexadecimal SHA-256 of the victim's UID. Muster's controller finds the victim by it; no one can tell the victim from it.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1209,7 +1213,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PreemptionVictim(ref common.ReferenceCa
 						},
 					},
 				},
-				Required: []string{"kind", "namespace", "name", "uid", "priority"},
+				Required: []string{"kind", "priority"},
 			},
 		},
 	}

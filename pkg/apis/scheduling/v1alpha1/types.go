@@ -516,12 +516,24 @@ type PodGroupPreemption struct {
 type PreemptionVictim struct {
 	// Kind is PodGroup or Pod.
 	Kind string `json:"kind"`
-	// Namespace is the victim's namespace.
-	Namespace string `json:"namespace"`
-	// Name is the victim's name.
-	Name string `json:"name"`
-	// UID is the victim's UID: a new object of the same name is not a victim.
-	UID types.UID `json:"uid"`
+	// Namespace is the victim's namespace, when it is the group's own; a
+	// victim in another namespace is named by ref alone.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the victim's name, when it is in the group's namespace.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// UID is the victim's UID, when it is in the group's namespace: a new
+	// object of the same name is not a victim.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// Ref stands for a victim in another namespace, in place of its
+	// namespace, name and UID, which whoever may read this group need not
+	// be allowed to see: "sha256:" and the hexadecimal SHA-256 of the
+	// victim's UID. Muster's controller finds the victim by it; no one can
+	// tell the victim from it.
+	// +optional
+	Ref string `json:"ref,omitempty"`
 	// Priority is the victim's priority when it was chosen.
 	Priority int32 `json:"priority"`
 	// Pods is how many of its pods held capacity when it was chosen.

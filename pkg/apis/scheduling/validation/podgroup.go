@@ -229,7 +229,8 @@ func validateUncounted(u *scheduling.UncountedTerminatedPods, fldPath *field.Pat
 }
 
 // validatePreemption checks that a preemption names each victim once, by
-// kind, valid names and UID, and names at most MaxPreemptionVictims.
+// kind and either valid names and UID or a ref (a victim in another
+// namespace), and names at most MaxPreemptionVictims.
 func validatePreemption(p *scheduling.PodGroupPreemption, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	vp := fldPath.Child("victims")
@@ -240,22 +241,49 @@ func validatePreemption(p *scheduling.PodGroupPreemption, fldPath *field.Path) f
 		allErrs = append(allErrs, field.TooMany(vp, len(p.Victims), scheduling.MaxPreemptionVictims))
 	}
 	seen := sets.New[types.UID]()
+	seenRefs := sets.New[string]()
 	for i, v := range p.Victims {
 		idx := vp.Index(i)
 		if v.Kind != scheduling.VictimKindPodGroup && v.Kind != scheduling.VictimKindPod {
 			allErrs = append(allErrs, field.NotSupported(idx.Child("kind"), v.Kind, []string{scheduling.VictimKindPodGroup, scheduling.VictimKindPod}))
 		}
-		for _, msg := range apivalidation.ValidateNamespaceName(v.Namespace, false) {
-			allErrs = append(allErrs, field.Invalid(idx.Child("namespace"), v.Namespace, msg))
+		if v.Ref != "" {
+			allErrs = append(allErrs, validateVictimRef(v, seenRefs, idx)...)
+		} else {
+			for _, msg := range apivalidation.ValidateNamespaceName(v.Namespace, false) {
+				allErrs = append(allErrs, field.Invalid(idx.Child("namespace"), v.Namespace, msg))
+			}
+			for _, msg := range apivalidation.NameIsDNSSubdomain(v.Name, false) {
+				allErrs = append(allErrs, field.Invalid(idx.Child("name"), v.Name, msg))
+			}
+			allErrs = append(allErrs, validateUniqueUID(v.UID, seen, idx.Child("uid"), "the victim's UID is required, or a ref for a victim in another namespace")...)
 		}
-		for _, msg := range apivalidation.NameIsDNSSubdomain(v.Name, false) {
-			allErrs = append(allErrs, field.Invalid(idx.Child("name"), v.Name, msg))
-		}
-		allErrs = append(allErrs, validateUniqueUID(v.UID, seen, idx.Child("uid"), "the victim's UID is required")...)
 		if v.Priority >= p.Priority {
 			allErrs = append(allErrs, field.Invalid(idx.Child("priority"), v.Priority, fmt.Sprintf("must be lower than preemption.priority (%d): a gang preempts only strictly lower priority", p.Priority)))
 		}
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(v.Pods), idx.Child("pods"))...)
+	}
+	return allErrs
+}
+
+// validateVictimRef checks a victim named by ref: the ref has
+// VictimRef's form and is not repeated, and the victim's namespace, name
+// and UID, which the ref stands for, are not set.
+func validateVictimRef(v scheduling.PreemptionVictim, seen sets.Set[string], idx *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch {
+	case !scheduling.IsVictimRef(v.Ref):
+		allErrs = append(allErrs, field.Invalid(idx.Child("ref"), v.Ref, scheduling.VictimRefRule))
+	case seen.Has(v.Ref):
+		allErrs = append(allErrs, field.Duplicate(idx.Child("ref"), v.Ref))
+	default:
+		seen.Insert(v.Ref)
+	}
+	const why = "must be empty when ref is set: a ref stands for a victim in another namespace, whose names the group's readers may not see"
+	for _, f := range []struct{ name, value string }{{"namespace", v.Namespace}, {"name", v.Name}, {"uid", string(v.UID)}} {
+		if f.value != "" {
+			allErrs = append(allErrs, field.Forbidden(idx.Child(f.name), why))
+		}
 	}
 	return allErrs
 }

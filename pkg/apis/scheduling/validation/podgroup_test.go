@@ -308,6 +308,13 @@ func TestValidatePodGroupStatusUpdate(t *testing.T) {
 		{"a victim's name must be valid", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "Low_1", 1))}, []want{invalid("status.preemption.victims[0].name")}},
 		{"a victim's priority is strictly lower", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "equal", 10))}, []want{invalid("status.preemption.victims[0].priority")}},
 		{"a victim is named once", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "low", 1), victim("PodGroup", "low", 1))}, []want{duplicate("status.preemption.victims[1].uid")}},
+		{"a victim in another namespace is named by ref", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victim("PodGroup", "low", 1), byRef("PodGroup", "theirs", 1))}, nil},
+		{"a ref must be a VictimRef", zero, scheduling.PodGroupStatus{Preemption: preemption(10, scheduling.PreemptionVictim{Kind: "Pod", Ref: "team-b/web-0", Priority: 1})},
+			[]want{invalid("status.preemption.victims[0].ref")}},
+		{"a victim named by ref has no names beside it", zero, scheduling.PodGroupStatus{Preemption: preemption(10, withNames(byRef("PodGroup", "theirs", 1)))},
+			[]want{forbidden("status.preemption.victims[0].namespace"), forbidden("status.preemption.victims[0].name"), forbidden("status.preemption.victims[0].uid")}},
+		{"a victim is named by ref once", zero, scheduling.PodGroupStatus{Preemption: preemption(10, byRef("PodGroup", "theirs", 1), byRef("PodGroup", "theirs", 1))},
+			[]want{duplicate("status.preemption.victims[1].ref")}},
 		{"101 victims are too many", zero, scheduling.PodGroupStatus{Preemption: preemption(10, victims(101)...)}, []want{tooMany("status.preemption.victims")}},
 		{"a preempted group's admissionTime may move forward when it is admitted again", preempted(healthy), s(func(st *scheduling.PodGroupStatus) { st.AdmissionTime = at(40) }), nil},
 		{"a preempted group's admissionTime cannot move back", preempted(healthy), s(func(st *scheduling.PodGroupStatus) { st.AdmissionTime = at(5) }), []want{invalid("status.admissionTime")}},
@@ -364,6 +371,17 @@ func preemption(priority int32, vs ...scheduling.PreemptionVictim) *scheduling.P
 
 func victim(kind, name string, priority int32) scheduling.PreemptionVictim {
 	return scheduling.PreemptionVictim{Kind: kind, Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Priority: priority, Pods: 2}
+}
+
+// byRef is a victim in another namespace, recorded by ref.
+func byRef(kind, name string, priority int32) scheduling.PreemptionVictim {
+	return scheduling.PreemptionVictim{Kind: kind, Ref: scheduling.VictimRef(types.UID("uid-" + name)), Priority: priority}
+}
+
+// withNames sets the names that a ref stands for beside it.
+func withNames(v scheduling.PreemptionVictim) scheduling.PreemptionVictim {
+	v.Namespace, v.Name, v.UID = "team-b", "theirs", "uid-theirs"
+	return v
 }
 
 func victims(n int) []scheduling.PreemptionVictim {

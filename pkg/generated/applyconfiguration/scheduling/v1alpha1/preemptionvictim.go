@@ -30,12 +30,20 @@ import (
 type PreemptionVictimApplyConfiguration struct {
 	// Kind is PodGroup or Pod.
 	Kind *string `json:"kind,omitempty"`
-	// Namespace is the victim's namespace.
+	// Namespace is the victim's namespace, when it is the group's own; a
+	// victim in another namespace is named by ref alone.
 	Namespace *string `json:"namespace,omitempty"`
-	// Name is the victim's name.
+	// Name is the victim's name, when it is in the group's namespace.
 	Name *string `json:"name,omitempty"`
-	// UID is the victim's UID: a new object of the same name is not a victim.
+	// UID is the victim's UID, when it is in the group's namespace: a new
+	// object of the same name is not a victim.
 	UID *types.UID `json:"uid,omitempty"`
+	// Ref stands for a victim in another namespace, in place of its
+	// namespace, name and UID, which whoever may read this group need not
+	// be allowed to see: "sha256:" and the hexadecimal SHA-256 of the
+	// victim's UID. Muster's controller finds the victim by it; no one can
+	// tell the victim from it.
+	Ref *string `json:"ref,omitempty"`
 	// Priority is the victim's priority when it was chosen.
 	Priority *int32 `json:"priority,omitempty"`
 	// Pods is how many of its pods held capacity when it was chosen.
@@ -77,6 +85,14 @@ func (b *PreemptionVictimApplyConfiguration) WithName(value string) *PreemptionV
 // If called multiple times, the UID field is set to the value of the last call.
 func (b *PreemptionVictimApplyConfiguration) WithUID(value types.UID) *PreemptionVictimApplyConfiguration {
 	b.UID = &value
+	return b
+}
+
+// WithRef sets the Ref field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Ref field is set to the value of the last call.
+func (b *PreemptionVictimApplyConfiguration) WithRef(value string) *PreemptionVictimApplyConfiguration {
+	b.Ref = &value
 	return b
 }
 
