@@ -51,6 +51,7 @@ E2E_OLDEST_TESTS := \
 	TestPreemptionLeaderKilledMidway \
 	TestPreemptionUnmanaged \
 	TestPreemptionUnmanagedOff \
+	TestPreemptionAcrossNamespacesNamesNoOne \
 	TestCapacityFastRelease \
 	TestCapacityLeaderKilledMidRelease \
 	TestCapacityGangLargerThanCluster \

@@ -14,6 +14,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/test/cluster"
 )
 
 // TestPreemptionAcrossNamespacesNamesNoOne: a gang in one tenant's
@@ -27,14 +28,22 @@ import (
 func TestPreemptionAcrossNamespacesNamesNoOne(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	mine, theirs := namespace(t, ctx), namespace(t, ctx)
-	poolNodes(t, ctx, mine, 2, "32", nil) // room for 4 pods of 15 CPU, shared by both
-	low := priorityClass(t, ctx, theirs+"-low", 100)
-	high := priorityClass(t, ctx, mine+"-high", 1000)
+	// Nodes and classes shared by both, named after neither: room for 4
+	// pods of 15 CPU.
+	pool := fmt.Sprintf("shared-%d", time.Now().UnixNano()%100000)
+	if _, err := env.AddNodes(ctx, cluster.NodeSpec{
+		Prefix: pool, Count: 2, CPU: "32", Memory: "64Gi", Labels: map[string]string{poolKey: pool},
+		Taints: []corev1.Taint{{Key: poolKey, Value: pool, Effect: corev1.TaintEffectNoSchedule}},
+	}); err != nil {
+		t.Fatalf("adding nodes: %v", err)
+	}
+	low := priorityClass(t, ctx, pool+"-low", 100)
+	high := priorityClass(t, ctx, pool+"-high", 1000)
 	w := watchPreemption(t, ctx, theirs) // records the victim pods' DisruptionTarget before they go
 	gang := func(ns, group, class string) []*corev1.Pod {
 		var pods []*corev1.Pod
 		for i := range 4 {
-			p := poolPod(mine, fmt.Sprintf("%s-%d", group, i), group, "15", "10m")
+			p := poolPod(pool, fmt.Sprintf("%s-%d", group, i), group, "15", "10m")
 			p.Namespace = ns
 			p.Annotations[scheduling.MinCountAnnotation] = "4"
 			p.Spec.PriorityClassName = class

@@ -79,9 +79,10 @@ func TestPreemptionUnmanaged(t *testing.T) {
 	})
 	for _, p := range victims {
 		r := w.pod(p.UID)
-		if r.disruption != scheduling.ReasonPreemptionByMuster || !strings.Contains(r.disruptionMessage, "PodGroup "+ns+"/gang") {
-			t.Errorf("victim pod %s had DisruptionTarget %q %q, want %s naming PodGroup %s/gang",
-				p.Name, r.disruption, r.disruptionMessage, scheduling.ReasonPreemptionByMuster, ns)
+		// Both are in one namespace: the preemptor is named, by name.
+		if r.disruption != scheduling.ReasonPreemptionByMuster || !strings.Contains(r.disruptionMessage, "PodGroup gang (priority 1000") {
+			t.Errorf("victim pod %s had DisruptionTarget %q %q, want %s naming PodGroup gang",
+				p.Name, r.disruption, r.disruptionMessage, scheduling.ReasonPreemptionByMuster)
 		}
 		if !r.markedFirst {
 			t.Errorf("victim pod %s was deleted before it carried DisruptionTarget", p.Name)
@@ -92,7 +93,7 @@ func TestPreemptionUnmanaged(t *testing.T) {
 	// victim pod, and on no other object.
 	preempting := waitEvents(t, ctx, ns, "gang", scheduling.EventPreempting)
 	for _, p := range victims {
-		if name := scheduling.VictimKindPod + " " + ns + "/" + p.Name; !strings.Contains(preempting[0].Message, name) {
+		if name := scheduling.VictimKindPod + " " + p.Name + " ("; !strings.Contains(preempting[0].Message, name) {
 			t.Errorf("the Preempting event %q does not name %s", preempting[0].Message, name)
 		}
 		waitEvents(t, ctx, ns, p.Name, scheduling.EventPreempted)
