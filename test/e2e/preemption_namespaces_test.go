@@ -58,19 +58,13 @@ func TestPreemptionAcrossNamespacesNamesNoOne(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The preemption is recorded only until the preemptor is admitted,
+	// which with fast release can be within one poll: a watch of the
+	// namespace sees every version of its status.
+	wMine := watchPreemption(t, ctx, mine)
 	createPods(t, ctx, gang(mine, "my-gang", high))
-	var preemptor *v1alpha1.PodGroup
-	waitFor(t, ctx, "the preemptor to record its preemption", func(ctx context.Context) (bool, error) {
-		pg, err := getGroup(ctx, mine, "my-gang")
-		if err != nil {
-			return false, nil
-		}
-		if pg.Status.Preemption != nil {
-			preemptor = pg
-		}
-		return preemptor != nil, nil
-	})
-	if vs := preemptor.Status.Preemption.Victims; len(vs) != 1 || vs[0].Ref != scheduling.VictimRef(victim.UID) || vs[0].Namespace != "" || vs[0].Name != "" || vs[0].UID != "" {
+	decided := wMine.waitPreemption(t, ctx, "my-gang")
+	if vs := decided.preemption.Victims; len(vs) != 1 || vs[0].Ref != scheduling.VictimRef(victim.UID) || vs[0].Namespace != "" || vs[0].Name != "" || vs[0].UID != "" {
 		t.Errorf("status.preemption.victims = %+v, want the one victim by ref %s alone", vs, scheduling.VictimRef(victim.UID))
 	}
 	waitBound(t, ctx, mine, "my-gang", 4)
@@ -88,6 +82,7 @@ func TestPreemptionAcrossNamespacesNamesNoOne(t *testing.T) {
 		}
 		return len(disruptions) == len(running), nil
 	})
+	var preemptor *v1alpha1.PodGroup
 	waitFor(t, ctx, "the preemptor to be admitted", func(ctx context.Context) (bool, error) {
 		pg, err := getGroup(ctx, mine, "my-gang")
 		if err != nil {
@@ -127,7 +122,7 @@ func TestPreemptionAcrossNamespacesNamesNoOne(t *testing.T) {
 		notNamed []string
 	}{
 		{"the victim's namespace", readable(theirs, finalVictim.Status, marked.Status, disruptions), []string{mine, "my-gang", string(preemptor.UID)}},
-		{"the preemptor's namespace", readable(mine, preemptor.Status), []string{theirs, "theirs-gang", string(victim.UID)}},
+		{"the preemptor's namespace", readable(mine, preemptor.Status, decided.preemption, decided.admitted), []string{theirs, "theirs-gang", string(victim.UID)}},
 	}
 	for _, c := range checks {
 		for where, text := range c.texts {
