@@ -30,13 +30,8 @@ type victimID struct {
 
 // remember records the refs of a preemption's victims.
 func (r *victimRefs) remember(vs []*capacity.Victim) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.refs == nil || len(r.refs)+len(vs) > maxVictimRefs {
-		r.refs = map[string]victimID{}
-	}
 	for _, v := range vs {
-		r.refs[scheduling.VictimRef(v.UID)] = victimID{key: v.Key, uid: v.UID}
+		r.put(scheduling.VictimRef(v.UID), victimID{key: v.Key, uid: v.UID})
 	}
 }
 
@@ -47,6 +42,7 @@ func (r *victimRefs) get(ref string) (victimID, bool) {
 	return id, ok
 }
 
+// put records one ref; past maxVictimRefs the memory starts again.
 func (r *victimRefs) put(ref string, id victimID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
