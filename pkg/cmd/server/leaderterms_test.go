@@ -2,14 +2,21 @@ package server
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/retry"
 	utilptr "k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -59,6 +66,7 @@ func TestLeaderTermsOneAtATime(t *testing.T) {
 // still stopping when the elector wins the Lease back.
 func TestLeadTwoTerms(t *testing.T) {
 	kube := kubefake.NewClientset()
+	checkLeaseVersions(kube)
 	o := NewControllerOptions()
 	o.LeaderElectNamespace = "muster-system"
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 800*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond
@@ -104,16 +112,21 @@ func TestLeadTwoTerms(t *testing.T) {
 	}()
 
 	poll("the first term's Lease", func(l *coordinationv1.Lease) bool { return utilptr.Deref(l.Spec.HolderIdentity, "") != "" })
-	l, err := leases.Get(ctx, scheduling.ControllerName, metav1.GetOptions{})
+	// Another candidate takes the Lease over, for one second: a read and a
+	// write, retried when the elector's renewal lands in between.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(ctx, scheduling.ControllerName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = utilptr.To("thief"), utilptr.To[int32](1)
+		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+		l.Spec.LeaseTransitions = utilptr.To(utilptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	// Another candidate takes the Lease over, for one second.
-	now := metav1.NewMicroTime(time.Now())
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = utilptr.To("thief"), utilptr.To[int32](1)
-	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
-	l.Spec.LeaseTransitions = utilptr.To(utilptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
-	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -123,4 +136,39 @@ func TestLeadTwoTerms(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// checkLeaseVersions makes the fake clientset keep Leases' resourceVersion
+// the way the API server does: each write sets a new one, and an update
+// that names another is refused with a Conflict. Without it, the fake takes
+// the last write, and an elector's renewal read before another candidate's
+// takeover and written after it erases the takeover, which a real API
+// server never lets happen.
+func checkLeaseVersions(kube *kubefake.Clientset) {
+	var mu sync.Mutex
+	var last int64
+	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+	write := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		l := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease).DeepCopy()
+		ns := a.GetNamespace()
+		mu.Lock()
+		defer mu.Unlock()
+		if a.GetVerb() == "update" {
+			cur, err := kube.Tracker().Get(gvr, ns, l.Name)
+			if err != nil {
+				return true, nil, err
+			}
+			if got := cur.(*coordinationv1.Lease).ResourceVersion; l.ResourceVersion != got {
+				return true, nil, apierrors.NewConflict(gvr.GroupResource(), l.Name, errors.New("the object has been modified"))
+			}
+		}
+		last++
+		l.ResourceVersion = strconv.FormatInt(last, 10)
+		if a.GetVerb() == "create" {
+			return true, l, kube.Tracker().Create(gvr, l, ns)
+		}
+		return true, l, kube.Tracker().Update(gvr, l, ns)
+	}
+	kube.PrependReactor("create", "leases", write)
+	kube.PrependReactor("update", "leases", write)
 }
