@@ -98,6 +98,14 @@ func podName(d Demand, i int) string {
 	return fmt.Sprintf("%s-cr-%s-%d", d.Name, d.Hash, i)
 }
 
+// Check refuses only a demand of no pods: any pod shape can be created.
+func (r *podRequester) Check(d Demand) error {
+	if d.Pods() == 0 {
+		return errors.New("it asks for no pods")
+	}
+	return nil
+}
+
 func (r *podRequester) Request(ctx context.Context, d Demand) error {
 	have := map[string]bool{}
 	var stale []*corev1.Pod

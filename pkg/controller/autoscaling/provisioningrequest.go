@@ -120,9 +120,18 @@ func templateName(request string, i int) string {
 	return fmt.Sprintf("%s-%d", request, i)
 }
 
-func (r *provisioningRequester) Request(ctx context.Context, d Demand) error {
+// Check refuses a demand of more pod shapes than one ProvisioningRequest
+// holds.
+func (r *provisioningRequester) Check(d Demand) error {
 	if n := len(d.PodSets); n == 0 || n > MaxProvisioningRequestPodSets {
-		return fmt.Errorf("group %s has %d pod sets; a ProvisioningRequest holds 1 to %d", d.Key(), n, MaxProvisioningRequestPodSets)
+		return fmt.Errorf("its pods have %d distinct shapes, and a ProvisioningRequest holds 1 to %d (spec.podSets)", n, MaxProvisioningRequestPodSets)
+	}
+	return nil
+}
+
+func (r *provisioningRequester) Request(ctx context.Context, d Demand) error {
+	if err := r.Check(d); err != nil {
+		return fmt.Errorf("group %s: %w", d.Key(), err)
 	}
 	name := requestName(d)
 	// Made for other pods or an earlier group of the same name: it asks for

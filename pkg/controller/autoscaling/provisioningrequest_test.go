@@ -198,9 +198,9 @@ func TestProvisioningRequestRequest(t *testing.T) {
 			existing: existing(Demand{Namespace: "ns", Name: "other", UID: "uid-9", Hash: "h9", PodSets: d.PodSets[:1]}), demand: d,
 			wantRequests: []string{"g-h1", "other-h9"}, wantTemplates: []string{"g-h1-0", "g-h1-1", "other-h9-0"}, wantCreates: 3},
 		{name: "no pod set is an error",
-			demand: testDemand("h1", "uid-1"), wantErr: "has 0 pod sets"},
+			demand: testDemand("h1", "uid-1"), wantErr: "have 0 distinct shapes"},
 		{name: "more pod sets than a request holds is an error",
-			demand: testDemand("h1", "uid-1", make([]int32, MaxProvisioningRequestPodSets+1)...), wantErr: "has 33 pod sets"},
+			demand: testDemand("h1", "uid-1", make([]int32, MaxProvisioningRequestPodSets+1)...), wantErr: "have 33 distinct shapes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,6 +83,9 @@ type Requester interface {
 	// changes (a pod bound, a condition set), so that admission looks
 	// again. It returns what must sync before State is read.
 	Start(ctx context.Context, changed func(key scheduling.GroupKey)) (synced func() bool)
+	// Check says why d can never be asked for with this Requester, or nil:
+	// a shape the autoscaler's API cannot hold. It costs no API call.
+	Check(d Demand) error
 	// Request makes d's request exist: it creates what is missing, and
 	// replaces a request made for another Demand.Hash. It is idempotent.
 	Request(ctx context.Context, d Demand) error

@@ -60,8 +60,9 @@ type autoscaler struct {
 	// backoff holds the gangs whose request was withdrawn, until they may
 	// ask again.
 	backoff map[scheduling.GroupKey]requestBackoff
-	// failed is why a request could not be made, until it is.
-	failed map[scheduling.GroupKey]string
+	// failed is why a request could not be made, and since when, until
+	// it is made or withdrawn.
+	failed map[scheduling.GroupKey]requestFailure
 	// provisioned marks the requests announced as provisioned (an event).
 	provisioned map[scheduling.GroupKey]string
 	// busy serializes, per group, a worker's request and the withdrawal
@@ -92,6 +93,11 @@ type groupDemand struct {
 	demand autoscaling.Demand
 }
 
+type requestFailure struct {
+	why   string
+	since time.Time
+}
+
 type requestBackoff struct {
 	until    time.Time
 	failures int
@@ -113,7 +119,7 @@ func newAutoscaler(opts AutoscalingOptions, strict bool, announce admission.Anno
 		demands:     map[scheduling.GroupKey]groupDemand{},
 		want:        map[scheduling.GroupKey]autoscaling.Demand{},
 		backoff:     map[scheduling.GroupKey]requestBackoff{},
-		failed:      map[scheduling.GroupKey]string{},
+		failed:      map[scheduling.GroupKey]requestFailure{},
 		provisioned: map[scheduling.GroupKey]string{},
 	}
 }
@@ -188,13 +194,20 @@ func (s *autoscaler) forget(key scheduling.GroupKey) {
 //   - Only a gang that waits for capacity (InsufficientCapacity, or
 //     ExceedsClusterCapacity, since nodes may be added) asks; not one that
 //     preempts, is queued behind the StrictFIFO head, or waits for pods.
+//   - A gang the Requester can never ask for (Check: more pod shapes than
+//     a ProvisioningRequest holds) is skipped and says why; the gangs
+//     behind it ask as if it were not there.
 //   - Gangs ask whole, in queue order, while their pods fit the bound
 //     (--capacity-request-max-pods): once a gang does not, no gang behind it
 //     asks, so no autoscaler is asked for a gang that priority or FIFO would
-//     not run next. Under StrictFIFO only the head asks.
+//     not run next. A gang larger than the bound asks alone: when it is
+//     the first to ask, it asks, and no gang behind it does while its
+//     request stands. Under StrictFIFO only the head asks.
 //   - A request that stood --capacity-request-timeout without room for the
-//     whole gang, or that the autoscaler refused, is withdrawn, and the
-//     gang asks again after a backoff.
+//     whole gang, that the autoscaler refused, or that could not be made
+//     for that long (the namespace's quota is full), is withdrawn, and the
+//     gang asks again after a backoff, during which it holds no share of
+//     the bound: so every request ends, and the queue behind it moves.
 func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -233,18 +246,30 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			continue
 		}
 		d := gd.demand
-		if d.Pods() > budget {
-			closed = true
+		if err := s.req.Check(d); err != nil {
+			v.Reason = scheduling.ReasonNodesNotProvisioned
+			v.Message = admission.Truncate(fmt.Sprintf("cannot ask the autoscaler for room for %d pods with a %s request: %v; now: %s", d.Pods(), s.req.Kind(), err, v.Message))
 			continue
 		}
-		if s.strict {
+		if d.Pods() > budget && (d.Pods() <= s.maxPods || asked > 0) {
+			closed = true
+			v.Message = admission.Truncate(fmt.Sprintf("waits to ask the autoscaler for room for %d pods: gangs ahead of it asked for %d of the %d pods asked for at once (--capacity-request-max-pods); now: %s",
+				d.Pods(), asked, s.maxPods, v.Message))
+			continue
+		}
+		if s.strict || d.Pods() > s.maxPods {
 			closed = true
 		}
 		st, has := s.req.State(v.Key)
 		if has && st.Hash == d.Hash {
 			refused := st.Failed != ""
 			if refused || now.Sub(st.Since) >= s.timeout {
-				s.withdraw(v, d, st, refused, now)
+				reason, msg := "timeout", fmt.Sprintf("the autoscaler provided room for %d of the %d pods asked for with %s within %s (--capacity-request-timeout); request withdrawn so that it can take back the nodes it added",
+					st.Provisioned, d.Pods(), st.Name, s.timeout)
+				if refused {
+					reason, msg = "refused", fmt.Sprintf("the autoscaler cannot provide room for the %d pods asked for with %s: %s; request withdrawn", d.Pods(), st.Name, st.Failed)
+				}
+				s.withdraw(v, d, reason, msg, now)
 				continue
 			}
 			if st.Provisioned >= d.Pods() {
@@ -255,10 +280,16 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 				d.Pods(), st.Since.UTC().Format(time.RFC3339), st.Name, st.Provisioned, d.Pods(),
 				st.Since.Add(s.timeout).UTC().Format(time.RFC3339), v.Message))
 		} else {
+			f, failing := s.failed[v.Key]
+			if failing && now.Sub(f.since) >= s.timeout {
+				s.withdraw(v, d, "failed", fmt.Sprintf("the request for room for %d pods (%s) could not be made within %s (--capacity-request-timeout): %s; request withdrawn",
+					d.Pods(), s.req.Kind(), s.timeout, f.why), now)
+				continue
+			}
 			v.Reason = scheduling.ReasonWaitingForNodes
 			msg := fmt.Sprintf("asking the autoscaler for room for %d pods (%s)", d.Pods(), s.req.Kind())
-			if why := s.failed[v.Key]; why != "" {
-				msg += "; making it failed: " + why
+			if failing {
+				msg += "; making it failed: " + f.why
 			}
 			v.Message = admission.Truncate(msg + "; now: " + v.Message)
 		}
@@ -300,23 +331,18 @@ func (s *autoscaler) announceProvisioned(key scheduling.GroupKey, d autoscaling.
 		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)})
 }
 
-// withdraw ends a request that timed out or was refused: the verdict says
-// why, and the gang waits out its backoff. The workers delete the request,
-// since it is no longer wanted. Called with s.mu held.
-func (s *autoscaler) withdraw(v *outcome, d autoscaling.Demand, st autoscaling.State, refused bool, now time.Time) {
+// withdraw ends a request that timed out, was refused or could not be
+// made (reason, for the metric): the verdict says why (msg), and the gang
+// waits out its backoff. The workers delete the request, since it is no
+// longer wanted. Called with s.mu held.
+func (s *autoscaler) withdraw(v *outcome, d autoscaling.Demand, reason, msg string, now time.Time) {
 	b := s.backoff[v.Key]
 	b.failures++
 	b.until = now.Add(min(capacityRequestBackoff<<(b.failures-1), capacityRequestMaxBackoff))
-	reason := "timeout"
-	if refused {
-		reason = "refused"
-		b.message = fmt.Sprintf("the autoscaler cannot provide room for the %d pods asked for with %s: %s; request withdrawn", d.Pods(), st.Name, st.Failed)
-	} else {
-		b.message = fmt.Sprintf("the autoscaler provided room for %d of the %d pods asked for with %s within %s (--capacity-request-timeout); request withdrawn so that it can take back the nodes it added",
-			st.Provisioned, d.Pods(), st.Name, s.timeout)
-	}
+	b.message = msg
 	s.backoff[v.Key] = b
 	delete(s.provisioned, v.Key)
+	delete(s.failed, v.Key)
 	s.metrics.RequestWithdrawn(reason)
 	s.announce(v.Key, d.UID, admission.Event{Type: corev1.EventTypeWarning, Reason: scheduling.EventCapacityRequestWithdrawn, Message: b.message})
 	v.Reason = scheduling.ReasonNodesNotProvisioned
@@ -356,7 +382,12 @@ func (s *autoscaler) sync(ctx context.Context, key scheduling.GroupKey) error {
 	err := s.req.Request(ctx, d)
 	s.mu.Lock()
 	if err != nil {
-		s.failed[key] = err.Error()
+		f, ok := s.failed[key]
+		if !ok {
+			f.since = s.clock.Now()
+		}
+		f.why = err.Error()
+		s.failed[key] = f
 	} else {
 		delete(s.failed, key)
 	}

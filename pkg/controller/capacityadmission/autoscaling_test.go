@@ -2,6 +2,7 @@ package capacityadmission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -30,9 +31,17 @@ type fakeRequester struct {
 	requested []string
 	withdrawn []string
 	fail      error
+	// unaskable are the groups whose demand Check refuses, and why.
+	unaskable map[string]string
 }
 
 func (f *fakeRequester) Kind() string { return autoscaling.KindPods }
+func (f *fakeRequester) Check(d autoscaling.Demand) error {
+	if why, ok := f.unaskable[d.Name]; ok {
+		return errors.New(why)
+	}
+	return nil
+}
 func (f *fakeRequester) Start(context.Context, func(scheduling.GroupKey)) func() bool {
 	return func() bool { return true }
 }
@@ -132,6 +141,11 @@ func TestAutoscalerPlan(t *testing.T) {
 		// age, and "failed" or "stale" (made for other pods).
 		states  map[string]string
 		backoff map[string]time.Duration // group -> backoff left
+		// failing are requests that could not be made, by group: for how
+		// long.
+		failing map[string]time.Duration
+		// unaskable are the groups Check refuses, and why.
+		unaskable map[string]string
 		// wantWanted are the groups whose request is wanted after the plan.
 		wantWanted []string
 		// wantReason/wantMsg per group (the verdict after the plan).
@@ -165,6 +179,67 @@ func TestAutoscalerPlan(t *testing.T) {
 			wantWanted: []string{"a"},
 			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes, "b": scheduling.ReasonInsufficientCapacity, "c": scheduling.ReasonInsufficientCapacity},
 			wantWork:   []string{"a"},
+		},
+		{
+			name:       "a gang larger than the bound asks alone when it is first, and none behind it asks",
+			gangs:      []gang{{"big", 12}, {"b", 1}},
+			verdicts:   []outcome{waiting("big"), waiting("b")},
+			maxPods:    10,
+			wantWanted: []string{"big"},
+			wantReason: map[string]string{"big": scheduling.ReasonWaitingForNodes, "b": scheduling.ReasonInsufficientCapacity},
+			wantMsg:    map[string]string{"big": "asking the autoscaler for room for 12 pods (Pods); now: does not fit", "b": "does not fit"},
+			wantWork:   []string{"big"},
+		},
+		{
+			name:       "a gang larger than the bound waits for the gangs ahead of it that asked, and says so",
+			gangs:      []gang{{"a", 4}, {"big", 12}, {"c", 1}},
+			verdicts:   []outcome{waiting("a"), waiting("big"), waiting("c")},
+			maxPods:    10,
+			wantWanted: []string{"a"},
+			wantReason: map[string]string{"big": scheduling.ReasonInsufficientCapacity, "c": scheduling.ReasonInsufficientCapacity},
+			wantMsg:    map[string]string{"big": "waits to ask the autoscaler for room for 12 pods: gangs ahead of it asked for 4 of the 10 pods asked for at once (--capacity-request-max-pods); now: does not fit"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "a gang larger than the bound in its backoff holds no share of it: the gangs behind it ask",
+			gangs:      []gang{{"big", 12}, {"b", 4}},
+			verdicts:   []outcome{waiting("big"), waiting("b")},
+			maxPods:    10,
+			backoff:    map[string]time.Duration{"big": time.Minute},
+			wantWanted: []string{"b"},
+			wantReason: map[string]string{"big": scheduling.ReasonNodesNotProvisioned, "b": scheduling.ReasonWaitingForNodes},
+			wantWork:   []string{"b"},
+		},
+		{
+			name:       "a gang the autoscaler cannot be asked for is skipped, says why, and the gangs behind it ask",
+			gangs:      []gang{{"odd", 4}, {"b", 4}},
+			verdicts:   []outcome{waiting("odd"), waiting("b")},
+			unaskable:  map[string]string{"odd": "its pods have 40 distinct shapes"},
+			wantWanted: []string{"b"},
+			wantReason: map[string]string{"odd": scheduling.ReasonNodesNotProvisioned, "b": scheduling.ReasonWaitingForNodes},
+			wantMsg:    map[string]string{"odd": "cannot ask the autoscaler for room for 4 pods with a Pods request: its pods have 40 distinct shapes; now: does not fit"},
+			wantWork:   []string{"b"},
+		},
+		{
+			name:       "a request that could not be made for less than the timeout is still wanted, and says why",
+			gangs:      []gang{{"a", 8}},
+			verdicts:   []outcome{waiting("a")},
+			failing:    map[string]time.Duration{"a": time.Minute},
+			wantWanted: []string{"a"},
+			wantReason: map[string]string{"a": scheduling.ReasonWaitingForNodes},
+			wantMsg:    map[string]string{"a": "asking the autoscaler for room for 8 pods (Pods); making it failed: exceeded quota; now: does not fit"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "a request that could not be made for the timeout is withdrawn, and the gang behind it asks",
+			gangs:      []gang{{"a", 8}, {"b", 8}},
+			verdicts:   []outcome{waiting("a"), waiting("b")},
+			maxPods:    10,
+			failing:    map[string]time.Duration{"a": 5 * time.Minute},
+			wantWanted: []string{"b"},
+			wantReason: map[string]string{"a": scheduling.ReasonNodesNotProvisioned, "b": scheduling.ReasonWaitingForNodes},
+			wantMsg:    map[string]string{"a": "the request for room for 8 pods (Pods) could not be made within 5m0s (--capacity-request-timeout): exceeded quota; request withdrawn; asking again at 1970-01-01T02:47:40Z"},
+			wantWork:   []string{"b"},
 		},
 		{
 			name:       "BestEffortFIFO: every waiting gang within the bound asks",
@@ -255,7 +330,7 @@ func TestAutoscalerPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
+			req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}, unaskable: tc.unaskable}
 			opts := defaultAutoscaling(req)
 			opts.Timeout = timeout
 			if tc.maxPods > 0 {
@@ -281,6 +356,9 @@ func TestAutoscalerPlan(t *testing.T) {
 					st.Failed = "no capacity"
 				}
 				req.states[gk("ns/"+name)] = st
+			}
+			for name, age := range tc.failing {
+				s.failed[gk("ns/"+name)] = requestFailure{why: "exceeded quota", since: t0.Add(-age)}
 			}
 			for name, left := range tc.backoff {
 				s.backoff[gk("ns/"+name)] = requestBackoff{until: t0.Add(left), failures: 1, message: "timed out"}

@@ -17,6 +17,6 @@ type Metrics interface {
 	// Requested says that a request of kind asked room for pods.
 	Requested(kind string, pods int32)
 	// RequestWithdrawn says that a request was withdrawn, and why
-	// ("timeout" or "refused").
+	// ("timeout", "refused" or "failed": it could not be made).
 	RequestWithdrawn(why string)
 }

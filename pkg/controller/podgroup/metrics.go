@@ -118,7 +118,7 @@ func newControllerMetrics() *controllerMetrics {
 		}),
 		capacityRequestsWithdrawn: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 			Subsystem: metricsSubsystem, Name: "capacity_requests_withdrawn_total",
-			Help: "Capacity requests withdrawn before their gang had room: reason timeout (--capacity-request-timeout) or refused (by the autoscaler).", StabilityLevel: k8smetrics.ALPHA,
+			Help: "Capacity requests withdrawn before their gang had room: reason timeout (--capacity-request-timeout), refused (by the autoscaler), or failed (could not be made for --capacity-request-timeout).", StabilityLevel: k8smetrics.ALPHA,
 		}, []string{"reason"}),
 		groups: map[scheduling.GroupKey]groupGauge{},
 	}
