@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
@@ -152,15 +154,29 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		}
 		s.Discard(res)
 		requested()
-		if judgeIdle(c.Pods) {
-			if empty == nil {
-				empty = s.Empty()
+		idle, judged := judgeIdle(c.Pods)
+		if !judged && strategy == StrictFIFO {
+			// This gang would close the queue: judge it on the idle
+			// cluster that keeps the pods its pod affinity needs. Once per
+			// cycle at most, since the first gang that does not fit and
+			// is not skipped becomes the head.
+			idle, judged = judgeIdleKeeping(c.Pods)
+		}
+		if judged {
+			var on *Snapshot
+			if idle.keep == nil {
+				if empty == nil {
+					empty = s.Empty()
+				}
+				on = empty
+			} else {
+				on = s.EmptyKeeping(idle.keep)
 			}
-			idle := empty.Place(c.Pods, c.Copies...)
-			empty.Discard(idle)
-			if idle.Placed() < c.Need {
+			placed := on.Place(c.Pods, c.Copies...)
+			on.Discard(placed)
+			if placed.Placed() < c.Need {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNeverFits,
-					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster fits %d: %s", c.Need, idle.Placed(), idle.Short)})
+					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, idle.kept, placed.Placed(), placed.Short)})
 				if opts.Autoscaling && strategy == StrictFIFO {
 					head = c.Key.String()
 				}
@@ -180,20 +196,85 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 	return verdicts
 }
 
+// idleCluster is what a gang is judged on when it does not fit: the
+// cluster with no pod on it (keep nil), or with only the pods keep
+// selects, which kept names for the message.
+type idleCluster struct {
+	keep func(*corev1.Pod) bool
+	kept string
+}
+
 // judgeIdle reports whether a gang that does not fit the idle cluster can
 // never fit. Not for a gang with required pod affinity, which may need the
-// very pods that idling removes, nor for one with devices, which the idle
-// cluster cannot free: those wait as InsufficientCapacity.
-func judgeIdle(pods []*corev1.Pod) bool {
+// very pods that idling removes (judgeIdleKeeping judges it), nor for one
+// with devices, which the idle cluster cannot free: those wait as
+// InsufficientCapacity.
+func judgeIdle(pods []*corev1.Pod) (idleCluster, bool) {
 	for _, p := range pods {
-		if len(p.Spec.ResourceClaims) > 0 {
-			return false
-		}
-		if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			return false
+		if len(p.Spec.ResourceClaims) > 0 || requiredPodAffinity(p) != nil {
+			return idleCluster{}, false
 		}
 	}
-	return true
+	return idleCluster{}, true
+}
+
+// judgeIdleKeeping judges a gang with required pod affinity on the idle
+// cluster that keeps the pods its affinity terms select, where they are:
+// a gang that does not fit even there can never fit as the cluster
+// stands, whatever pods leave it; only a pod created that its terms
+// select may change that, which the next cycle sees. Not for a gang with
+// devices, nor for a term with a namespaceSelector, whose namespaces the
+// snapshot does not know.
+func judgeIdleKeeping(pods []*corev1.Pod) (idleCluster, bool) {
+	type term struct {
+		namespaces map[string]bool // nil: every namespace
+		selector   labels.Selector
+	}
+	var terms []term
+	for _, p := range pods {
+		if len(p.Spec.ResourceClaims) > 0 {
+			return idleCluster{}, false
+		}
+		for _, t := range requiredPodAffinity(p) {
+			sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+			if err != nil {
+				return idleCluster{}, false
+			}
+			tm := term{selector: sel}
+			switch {
+			case t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0):
+				return idleCluster{}, false
+			case t.NamespaceSelector != nil:
+				// {} selects every namespace.
+			default:
+				tm.namespaces = map[string]bool{}
+				for _, ns := range t.Namespaces {
+					tm.namespaces[ns] = true
+				}
+				if len(t.Namespaces) == 0 {
+					tm.namespaces[p.Namespace] = true
+				}
+			}
+			terms = append(terms, tm)
+		}
+	}
+	keep := func(p *corev1.Pod) bool {
+		for _, t := range terms {
+			if (t.namespaces == nil || t.namespaces[p.Namespace]) && t.selector.Matches(labels.Set(p.Labels)) {
+				return true
+			}
+		}
+		return false
+	}
+	return idleCluster{keep: keep, kept: " but for the pods its required pod affinity selects"}, true
+}
+
+// requiredPodAffinity is p's required pod affinity terms.
+func requiredPodAffinity(p *corev1.Pod) []corev1.PodAffinityTerm {
+	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
 }
 
 // preemption is what one cycle knows of preemption: the pool, fetched once,

@@ -14,6 +14,9 @@ func TestAdmit(t *testing.T) {
 	gang := func(key string, prio int32, age int, n int, cpu string) Candidate {
 		return Candidate{Key: gk(key), Priority: prio, Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu), Need: n}
 	}
+	affine := func(key string, age int, n int, cpu string, opts ...podOpt) Candidate {
+		return Candidate{Key: gk(key), Created: t0.Add(time.Duration(age) * time.Second), Pods: pods(key, n, cpu, opts...), Need: n}
+	}
 	joiner := func(key string, n int, cpu string) Candidate {
 		return Candidate{Key: gk(key), Created: t0, Pods: pods(key, n, cpu)}
 	}
@@ -80,6 +83,48 @@ func TestAdmit(t *testing.T) {
 			strategy:   StrictFIFO,
 			want:       map[string]outcome{"huge": {Cause: CauseNeverFits}, "small": {Admit: true, Pods: 2}},
 			wantMsg:    map[string]string{"huge": "needs 20 pods placed at once and can never fit: even the idle cluster fits 12"},
+		},
+		{
+			name:       "StrictFIFO: a head whose required pod affinity selects no pod can never fit, and is skipped",
+			nodes:      fourNodes,
+			candidates: []Candidate{affine("lonely", 1, 2, "1", withPodAffinity("app", "nobody")), gang("small", 0, 2, 2, "8")},
+			strategy:   StrictFIFO,
+			want:       map[string]outcome{"lonely": {Cause: CauseNeverFits}, "small": {Admit: true, Pods: 2}},
+			wantMsg:    map[string]string{"lonely": "needs 2 pods placed at once and can never fit: even the idle cluster but for the pods its required pod affinity selects fits 0"},
+		},
+		{
+			name:  "StrictFIFO: a head whose pod affinity selects a pod that leaves it no room can never fit",
+			nodes: fourNodes,
+			bound: []*corev1.Pod{pod("db", "30", onNode("a"), withPodLabel("app", "db"))},
+			candidates: []Candidate{affine("near-db", 1, 2, "4", withPodAffinity("app", "db")),
+				gang("small", 0, 2, 2, "8")},
+			strategy: StrictFIFO,
+			want:     map[string]outcome{"near-db": {Cause: CauseNeverFits}, "small": {Admit: true, Pods: 2}},
+		},
+		{
+			name:  "StrictFIFO: a head whose pod affinity selects a pod stays the head while other pods hold its room",
+			nodes: fourNodes,
+			bound: []*corev1.Pod{pod("db", "4", onNode("a"), withPodLabel("app", "db")), pod("filler", "26", onNode("a"))},
+			candidates: []Candidate{affine("near-db", 1, 2, "4", withPodAffinity("app", "db")),
+				gang("small", 0, 2, 2, "8")},
+			strategy: StrictFIFO,
+			want:     map[string]outcome{"near-db": {Cause: CauseNoRoom}, "small": {Cause: CauseQueued}},
+		},
+		{
+			name:  "StrictFIFO: pod affinity to another namespace keeps only that namespace's pods",
+			nodes: fourNodes,
+			bound: []*corev1.Pod{pod("db", "4", onNode("a"), withPodLabel("app", "db"))},
+			candidates: []Candidate{affine("near-db", 1, 2, "4", withPodAffinity("app", "db", "elsewhere")),
+				gang("small", 0, 2, 2, "8")},
+			strategy: StrictFIFO,
+			want:     map[string]outcome{"near-db": {Cause: CauseNeverFits}, "small": {Admit: true, Pods: 2}},
+		},
+		{
+			name:       "BestEffortFIFO: a gang with required pod affinity is not judged on the idle cluster: it waits",
+			nodes:      fourNodes,
+			candidates: []Candidate{affine("lonely", 1, 2, "1", withPodAffinity("app", "nobody")), gang("small", 0, 2, 2, "8")},
+			strategy:   BestEffortFIFO,
+			want:       map[string]outcome{"lonely": {Cause: CauseNoRoom}, "small": {Admit: true, Pods: 2}},
 		},
 		{
 			name:       "a gang larger than the idle cluster is skipped under BestEffortFIFO",

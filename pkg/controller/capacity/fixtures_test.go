@@ -121,6 +121,26 @@ func withToleration(k string) podOpt {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: k, Operator: corev1.TolerationOpExists})
 	}
 }
+func withPodLabel(k, v string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[k] = v
+	}
+}
+
+// withPodAffinity requires a pod labelled k=v on the same node, in the
+// pod's namespace, or in namespaces when given.
+func withPodAffinity(k, v string, namespaces ...string) podOpt {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}},
+			TopologyKey:   "kubernetes.io/hostname",
+			Namespaces:    namespaces,
+		}}}}
+	}
+}
 func onNode(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
 func version(rv int) podOpt {
 	return func(p *corev1.Pod) { p.ResourceVersion = strconv.Itoa(rv) }

@@ -81,6 +81,20 @@ func (s *Snapshot) Empty() *Snapshot {
 	return e
 }
 
+// EmptyKeeping is Empty with the pods keep selects left on their nodes:
+// the cluster idle but for them.
+func (s *Snapshot) EmptyKeeping(keep func(*corev1.Pod) bool) *Snapshot {
+	e := s.Empty()
+	for i := range s.infos {
+		for _, pi := range s.info(i).GetPods() {
+			if keep(pi.GetPod()) {
+				e.infos[i].AddPodInfo(pi)
+			}
+		}
+	}
+	return e
+}
+
 // info is node i as the placement in progress sees it.
 func (s *Snapshot) info(i int) *schedfw.NodeInfo {
 	if ni, ok := s.overlay[i]; ok {
