@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestDefaultRendering: the default values install two API server replicas
@@ -323,5 +326,40 @@ func TestInvalidValuesFail(t *testing.T) {
 				t.Errorf("rendering with %s: %v, want an error naming %s", tt.values, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPriorityClassQuotasRendering: opted in, each listed namespace gets a
+// ResourceQuota that admits no pod of the listed PriorityClasses; by
+// default, none is rendered.
+func TestPriorityClassQuotasRendering(t *testing.T) {
+	if q := render(t, "muster-system").OfKind("ResourceQuota"); len(q) != 0 {
+		t.Errorf("ResourceQuota %s/%s rendered by default; it is opt-in", q[0].GetNamespace(), q[0].GetName())
+	}
+	objs := render(t, "muster-system", "priority-quotas.yaml")
+	quotas := objs.OfKind("ResourceQuota")
+	var namespaces []string
+	for _, q := range quotas {
+		namespaces = append(namespaces, q.GetNamespace())
+		if q.GetName() != "muster-priority-classes" {
+			t.Errorf("ResourceQuota %s/%s, want the name muster-priority-classes", q.GetNamespace(), q.GetName())
+		}
+		var rq corev1.ResourceQuota
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(q.Object, &rq); err != nil {
+			t.Fatal(err)
+		}
+		if pods := rq.Spec.Hard[corev1.ResourcePods]; len(rq.Spec.Hard) != 1 || !pods.IsZero() || pods.String() != "0" {
+			t.Errorf("%s: hard %v, want pods: 0 alone", q.GetNamespace(), rq.Spec.Hard)
+		}
+		want := &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn,
+			Values: []string{"system-cluster-critical", "system-node-critical", "urgent"},
+		}}}
+		if diff := cmp.Diff(want, rq.Spec.ScopeSelector); diff != "" {
+			t.Errorf("%s: scopeSelector (-want +got):\n%s", q.GetNamespace(), diff)
+		}
+	}
+	if !slices.Equal(namespaces, []string{"team-a", "team-b"}) {
+		t.Errorf("ResourceQuotas in %v, want team-a and team-b", namespaces)
 	}
 }
