@@ -105,6 +105,13 @@ const (
 	// never be admitted; the bound also caps the work that one
 	// roles-template annotation asks of each admission cycle.
 	MaxRolePods = MaxPlacements
+	// MaxRoleTemplateBytes bounds the templates of one group's roles (or
+	// one Workload template's), all together, as JSON: the controller keeps
+	// every group's templates in memory, and builds placements from them
+	// each admission cycle. It is the bound of the roles-template
+	// annotation (MaxPodMusterAnnotationBytes), which holds the same
+	// templates: 8 roles of several KiB each.
+	MaxRoleTemplateBytes = 64 << 10
 	// MaxReservationTimeoutSeconds caps a role's reservationTimeoutSeconds
 	// at one hour, twelve times the controller's default
 	// --reservation-timeout: a driver creates its workers once it runs,

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,7 +110,33 @@ func validateRoleBounds(roles, old []scheduling.PodGroupRole, rolesPath *field.P
 		allErrs = append(allErrs, field.Invalid(rolesPath, sum,
 			fmt.Sprintf("the roles' counts must add up to at most %d: a gang never has more pods placed at once", scheduling.MaxRolePods)))
 	}
+	if n, largest := roleTemplateBytes(roles); n > scheduling.MaxRoleTemplateBytes {
+		if oldN, _ := roleTemplateBytes(old); old == nil || n > oldN {
+			allErrs = append(allErrs, field.Invalid(rolesPath.Index(largest).Child("template"), fmt.Sprintf("<%d bytes of templates in all>", n),
+				fmt.Sprintf("the roles' templates must take at most %d bytes together, as JSON: the controller keeps every group's templates in memory", scheduling.MaxRoleTemplateBytes)))
+		}
+	}
 	return allErrs
+}
+
+// roleTemplateBytes is how many bytes roles' templates take as JSON, all
+// together, and the index of the largest.
+func roleTemplateBytes(roles []scheduling.PodGroupRole) (total, largest int) {
+	most := -1
+	for i := range roles {
+		if roles[i].Template == nil {
+			continue
+		}
+		b, err := json.Marshal(roles[i].Template)
+		if err != nil {
+			continue // no value of these types fails to marshal
+		}
+		total += len(b)
+		if len(b) > most {
+			most, largest = len(b), i
+		}
+	}
+	return total, largest
 }
 
 // validateRoleTemplate checks the fields capacity-aware admission reads as

@@ -33,6 +33,17 @@ func withTemplate(r scheduling.PodGroupRole, mod func(*scheduling.PodGroupRoleTe
 	return r
 }
 
+// fat is a role created later whose template's node selector takes about
+// kib KiB as JSON: valid labels, n entries of 63-character values.
+func fat(name string, count int32, kib int) scheduling.PodGroupRole {
+	return withTemplate(later(name, count), func(t *scheduling.PodGroupRoleTemplate) {
+		t.NodeSelector = map[string]string{}
+		for i := 0; len(t.NodeSelector)*76 < kib<<10; i++ {
+			t.NodeSelector[fmt.Sprintf("k%05d", i)] = strings.Repeat("v", 63)
+		}
+	})
+}
+
 func withTimeout(r scheduling.PodGroupRole, seconds int32) scheduling.PodGroupRole {
 	r.ReservationTimeoutSeconds = &seconds
 	return r
@@ -95,6 +106,9 @@ func TestValidatePodGroupRoles(t *testing.T) {
 			}}}}
 		}))), nil},
 
+		{"templates of 60 KiB in all are valid", podGroup(roles(9, role("driver", 1), fat("worker", 4, 30), fat("ps", 4, 30))), nil},
+		{"templates over 64 KiB in all are too large, and the largest is named", podGroup(roles(9, role("driver", 1), fat("worker", 4, 30), fat("ps", 4, 40))),
+			[]ruleWant{{invalid("spec.roles[2].template"), "must take at most 65536 bytes together"}}},
 		{"9 roles are too many", podGroup(roles(9, nRoles(9)...)), []ruleWant{{tooMany("spec.roles"), "must have at most 8 items"}}},
 		{"minCount must equal the sum of counts", podGroup(roles(4, role("driver", 1), role("worker", 4))),
 			[]ruleWant{{invalid("spec.schedulingPolicy.gang.minCount"), "must equal the sum of spec.roles[*].count (5)"}}},
@@ -182,6 +196,8 @@ func TestValidatePodGroupRolesUpdate(t *testing.T) {
 		{"counts cannot be raised above the bound in all", podGroup(roles(4001, role("driver", 1), later("worker", 4000))),
 			podGroup(roles(5001, role("driver", 1), later("worker", 5000))),
 			[]ruleWant{{invalid("spec.roles"), "must add up to at most 5000"}}},
+		{"templates stored above the bound may stay, and their counts change", podGroup(roles(9, role("driver", 1), fat("worker", 8, 80))),
+			podGroup(roles(5, role("driver", 1), fat("worker", 4, 80))), nil},
 		{"a timeout stored above the bound may stay", podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 86400))),
 			podGroup(roles(9, role("driver", 1), withTimeout(later("worker", 8), 86400))), nil},
 	}
@@ -266,6 +282,8 @@ func TestValidateWorkloadRoles(t *testing.T) {
 		expectRules(t, ValidateWorkload(workload(tplRoles(9, nRoles(9)...))), ruleWant{tooMany("spec.podGroupTemplates[0].roles"), "at most 8"})
 		expectRules(t, ValidateWorkload(workload(tplRoles(5001, role("driver", 1), role("worker", 5000)))),
 			ruleWant{invalid("spec.podGroupTemplates[0].roles"), "must add up to at most 5000"})
+		expectRules(t, ValidateWorkload(workload(tplRoles(5, role("driver", 1), fat("worker", 4, 80)))),
+			ruleWant{invalid("spec.podGroupTemplates[0].roles[1].template"), "must take at most 65536 bytes together"})
 	})
 	t.Run("update", func(t *testing.T) {
 		old := workload(tplRoles(5, role("driver", 1), role("worker", 4)))
