@@ -59,6 +59,23 @@ const (
 	// memory. 64 MiB is 21 reviews at pods.MaxRequestBytes, or thousands of
 	// the usual pod reviews of a few KiB; the Deployment's limit is 512 MiB.
 	WebhookMaxBufferedBytes = 64 << 20
+	// WebhookMaxBufferedBytesPerHost bounds the request bodies that callers
+	// from one address hold at once, a quarter of WebhookMaxBufferedBytes:
+	// callers in one pod cannot hold the whole budget, and kube-apiserver,
+	// whose reviews are a few KiB, keeps room for thousands at once.
+	WebhookMaxBufferedBytesPerHost = WebhookMaxBufferedBytes / 4
+	// WebhookMinBodyRate is the slowest a request body may arrive, after
+	// WebhookBodyGrace: a body of n bytes must be read within
+	// WebhookBodyGrace + n/WebhookMinBodyRate (and WebhookReadTimeout).
+	// kube-apiserver sends a review at once, so a caller that sends all but
+	// a byte and stalls holds its bytes for 4 s at the largest review
+	// (pods.MaxRequestBytes), not the whole read timeout.
+	WebhookMinBodyRate = 1 << 20 // bytes per second
+	WebhookBodyGrace   = time.Second
+	// WebhookSaturated is the share of the body budget, held at once, at
+	// which /readyz answers 503, as it does when every in-flight slot is
+	// taken: the Service sends new calls to the other replicas.
+	WebhookSaturated = 0.75
 )
 
 // webhookServer serves the pod webhook on a listener of its own, outside
@@ -74,6 +91,10 @@ type webhookServer struct {
 	slots    chan struct{}
 	// buffered counts the body bytes held now, against limits.maxBuffered.
 	buffered atomic.Int64
+	// byHost counts them by the caller's address, against
+	// limits.maxBufferedPerHost.
+	hostMu sync.Mutex
+	byHost map[string]int64
 	// ready is set once the replica serves the API too, so that a new
 	// replica does not join the Service before its API does; it never goes
 	// back, as the webhook needs no storage.
@@ -89,7 +110,10 @@ type webhookServer struct {
 type webhookLimits struct {
 	readHeader, read, write, idle, queueWait time.Duration
 	maxInFlight                              int
-	maxBuffered                              int64
+	maxBuffered, maxBufferedPerHost          int64
+	// minBodyRate and bodyGrace bound how long a body may take to arrive.
+	minBodyRate int64
+	bodyGrace   time.Duration
 }
 
 var defaultWebhookLimits = webhookLimits{
@@ -100,6 +124,10 @@ var defaultWebhookLimits = webhookLimits{
 	queueWait:   WebhookQueueWait,
 	maxInFlight: WebhookMaxInFlight,
 	maxBuffered: WebhookMaxBufferedBytes,
+
+	maxBufferedPerHost: WebhookMaxBufferedBytesPerHost,
+	minBodyRate:        WebhookMinBodyRate,
+	bodyGrace:          WebhookBodyGrace,
 }
 
 func newWebhookServer(logger klog.Logger, certs dynamiccertificates.CertKeyContentProvider, clientCA dynamiccertificates.CAContentProvider, webhook http.Handler, limits webhookLimits) *webhookServer {
@@ -110,7 +138,19 @@ func newWebhookServer(logger klog.Logger, certs dynamiccertificates.CertKeyConte
 		webhook:  webhook,
 		limits:   limits,
 		slots:    make(chan struct{}, limits.maxInFlight),
+		byHost:   map[string]int64{},
 	}
+}
+
+// saturated says why the listener takes no more work now, or "".
+func (s *webhookServer) saturated() string {
+	if n := s.buffered.Load(); float64(n) >= WebhookSaturated*float64(s.limits.maxBuffered) {
+		return fmt.Sprintf("saturated: %d bytes of request bodies held, of %d", n, s.limits.maxBuffered)
+	}
+	if len(s.slots) == cap(s.slots) {
+		return fmt.Sprintf("saturated: all %d reviews in flight", cap(s.slots))
+	}
+	return ""
 }
 
 // handler routes the webhook paths and the listener's own health checks.
@@ -122,6 +162,10 @@ func (s *webhookServer) handler() http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
 			http.Error(w, "not ready: the API is not served yet", http.StatusServiceUnavailable)
+			return
+		}
+		if why := s.saturated(); why != "" {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ok")
@@ -234,7 +278,18 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost {
-			budget := &budgetReader{r: http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes), s: s}
+			// The body must arrive at WebhookMinBodyRate at least.
+			size := r.ContentLength
+			if size < 0 {
+				size = pods.MaxRequestBytes
+			}
+			by := time.Now().Add(min(s.limits.bodyGrace+time.Duration(size*int64(time.Second)/s.limits.minBodyRate), s.limits.read))
+			_ = http.NewResponseController(w).SetReadDeadline(by) // the server's ReadTimeout stays if unsupported
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				host = r.RemoteAddr
+			}
+			budget := &budgetReader{r: http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes), s: s, host: host}
 			defer budget.release()
 			body, err := io.ReadAll(budget)
 			if err != nil {
@@ -242,7 +297,7 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 				switch {
 				case errors.As(err, &tooLarge):
 					http.Error(w, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes), http.StatusRequestEntityTooLarge)
-				case errors.Is(err, errOverBudget):
+				case errors.Is(err, errOverBudget), errors.Is(err, errHostOverBudget):
 					w.Header().Set("Retry-After", "1")
 					http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				default:
@@ -268,30 +323,64 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 	})
 }
 
-// errOverBudget refuses a body once WebhookMaxBufferedBytes are held.
-var errOverBudget = fmt.Errorf("the webhook holds %d bytes of request bodies, its most; retry", WebhookMaxBufferedBytes)
+// errOverBudget refuses a body once WebhookMaxBufferedBytes are held, and
+// errHostOverBudget once its caller's address holds
+// WebhookMaxBufferedBytesPerHost.
+var (
+	errOverBudget     = fmt.Errorf("the webhook holds %d bytes of request bodies, its most; retry", WebhookMaxBufferedBytes)
+	errHostOverBudget = fmt.Errorf("callers from this address hold %d bytes of request bodies, their most; retry", WebhookMaxBufferedBytesPerHost)
+)
 
 // budgetReader counts the bytes it reads against the server's buffered
-// bytes, failing once they would pass the limit; release gives them back.
+// bytes and its host's, failing once either would pass its limit; release
+// gives them back.
 type budgetReader struct {
 	r    io.Reader
 	s    *webhookServer
+	host string
 	held int64
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if n > 0 {
-		if b.s.buffered.Add(int64(n)) > b.s.limits.maxBuffered {
-			b.s.buffered.Add(-int64(n))
-			return 0, errOverBudget
+		if err := b.s.take(b.host, int64(n)); err != nil {
+			return 0, err
 		}
 		b.held += int64(n)
 	}
 	return n, err
 }
 
-func (b *budgetReader) release() { b.s.buffered.Add(-b.held) }
+func (b *budgetReader) release() { b.s.give(b.host, b.held) }
+
+// take counts n more bytes held for host, or refuses them.
+func (s *webhookServer) take(host string, n int64) error {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if s.byHost[host]+n > s.limits.maxBufferedPerHost {
+		return errHostOverBudget
+	}
+	if s.buffered.Add(n) > s.limits.maxBuffered {
+		s.buffered.Add(-n)
+		return errOverBudget
+	}
+	s.byHost[host] += n
+	return nil
+}
+
+// give gives back n bytes held for host.
+func (s *webhookServer) give(host string, n int64) {
+	if n == 0 {
+		return
+	}
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	s.buffered.Add(-n)
+	if s.byHost[host] -= n; s.byHost[host] <= 0 {
+		delete(s.byHost, host)
+	}
+}
 
 // verboseWriter logs the net/http server's own messages at a verbosity.
 type verboseWriter struct{ logger klog.Logger }

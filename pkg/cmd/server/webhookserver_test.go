@@ -310,3 +310,124 @@ func TestWebhookBufferedBytesBudget(t *testing.T) {
 		t.Fatalf("the server still holds %d bytes after every request ended, want 0: %v", ws.buffered.Load(), err)
 	}
 }
+
+// holdBody opens a connection that sends sent bytes of a body of length
+// bytes and stalls, and waits until the server holds them.
+func holdBody(t *testing.T, addr string, roots *x509.CertPool, ws *webhookServer, length, sent int) net.Conn {
+	t.Helper()
+	before := ws.buffered.Load()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", manifests.MutatePath, length)
+	if _, err := conn.Write([]byte(head + strings.Repeat(" ", sent))); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return ws.buffered.Load() >= before+int64(sent), nil
+	}); err != nil {
+		t.Fatalf("the server holds %d bytes, want %d more than %d", ws.buffered.Load(), sent, before)
+	}
+	return conn
+}
+
+// TestWebhookPerHostBudget: callers from one address hold at most their
+// share of the body budget; a body that would pass it is refused with 503
+// and says so, a smaller one is served.
+func TestWebhookPerHostBudget(t *testing.T) {
+	limits := defaultWebhookLimits
+	limits.maxBuffered, limits.maxBufferedPerHost = 1<<20, 1000
+	addr, roots, ws := startWebhookServerWith(t, nil, limits, true)
+	holdBody(t, addr, roots, ws, 2000, 900)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	tests := []struct {
+		name     string
+		body     string
+		want     int
+		wantBody string
+	}{
+		{"a body that would pass the address's share is refused", strings.Repeat(" ", 200), http.StatusServiceUnavailable, "callers from this address hold"},
+		{"a body within what is left of it is served", strings.Repeat(" ", 50), http.StatusOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, err := post(client, addr, manifests.MutatePath, tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want || !strings.Contains(body, tt.wantBody) {
+				t.Errorf("status %d %q, want %d with %q", code, body, tt.want, tt.wantBody)
+			}
+		})
+	}
+}
+
+// TestWebhookMinBodyRate: a caller that sends all of a body but a byte and
+// stalls is cut off once the body is late at the minimum rate, long
+// before the read timeout, and gives back what it held.
+func TestWebhookMinBodyRate(t *testing.T) {
+	limits := defaultWebhookLimits
+	limits.read = 20 * time.Second
+	limits.bodyGrace, limits.minBodyRate = 200*time.Millisecond, 1000
+	addr, roots, ws := startWebhookServerWith(t, nil, limits, true)
+	start := time.Now()
+	conn := holdBody(t, addr, roots, ws, 500, 499) // due within 0.2 s + 0.5 s
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	out, _ := io.ReadAll(conn)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the stalled body was cut off after %v, want about 0.7 s (the read timeout is %v)", took, limits.read)
+	}
+	if !bytes.Contains(out, []byte(" 400 ")) {
+		t.Errorf("answer %q, want 400", out)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return ws.buffered.Load() == 0, nil
+	}); err != nil {
+		t.Errorf("the server still holds %d bytes", ws.buffered.Load())
+	}
+}
+
+// TestWebhookNotReadyWhileSaturated: /readyz answers 503 while the bodies
+// held reach WebhookSaturated of the budget, or every in-flight slot is
+// taken, and 200 again once they are given back.
+func TestWebhookNotReadyWhileSaturated(t *testing.T) {
+	limits := defaultWebhookLimits
+	limits.maxBuffered = 1000
+	addr, roots, ws := startWebhookServerWith(t, nil, limits, true)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	readyz := func() (int, string) {
+		t.Helper()
+		resp, err := client.Get("https://" + addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Fatalf("idle: readyz %d %q, want 200", code, body)
+	}
+	conn := holdBody(t, addr, roots, ws, 2000, 800)
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "saturated: 800 bytes") {
+		t.Errorf("800 of 1000 bytes held: readyz %d %q, want 503 saying saturated", code, body)
+	}
+	_ = conn.Close()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		code, _ := readyz()
+		return code == http.StatusOK, nil
+	}); err != nil {
+		t.Errorf("readyz stays unready once the bodies are given back")
+	}
+	for range cap(ws.slots) {
+		ws.slots <- struct{}{}
+	}
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "reviews in flight") {
+		t.Errorf("every slot taken: readyz %d %q, want 503", code, body)
+	}
+	for range cap(ws.slots) {
+		<-ws.slots
+	}
+}
