@@ -12,18 +12,20 @@ import (
 )
 
 // updateBounds are the policy's bounds on what an update may add to a
-// labelled pod's inputs to Muster's pod cache (issue 21, item 4). On create
-// the validating webhook measures them in bytes (scheduling.go); updates
-// never reach it while this policy is installed, and CEL cannot measure a
-// map or list in bytes, so an update is bounded by counts that cannot pass
-// the byte bounds: it may not bring the labels above LabelCheckCount, nor
-// the tolerations above SchedulingCheckTolerations, nor the nodeSelector
-// above NodeSelectorCheckCount entries, unless they do not grow,
-// and each of Muster's annotations it changes is at most
-// MaxPodMusterAnnotationBytes. A pod created within the bounds stays
-// updatable. Affinity and topology spread are immutable on a pod once
-// created, but for the node affinity a gated pod may narrow (KEP-3838),
-// which is not bounded here.
+// labelled pod's inputs to Muster's pod cache (issue 21, item 4; issue 34,
+// item 2). On create the validating webhook measures them in bytes
+// (scheduling.go); updates never reach it while this policy is installed.
+// An update may not bring the labels above LabelCheckCount, nor the
+// tolerations above SchedulingCheckTolerations, nor the nodeSelector above
+// NodeSelectorCheckCount entries, unless they do not grow. Muster's
+// annotations and the required node affinity that a gated pod may narrow
+// (KEP-3838) are measured in bytes, as UTF-8 (CEL's size of a string
+// counts code points, up to 4 bytes each): an update that makes them
+// larger keeps Muster's annotations within MaxPodMusterAnnotationBytes
+// together, and the required node affinity within MaxPodSchedulingBytes as
+// JSON (affinityBytes). A pod created within the bounds stays updatable.
+// The rest of the affinity and the topology spread are immutable once the
+// pod is created.
 func updateBounds() []admissionregistrationv1.Validation {
 	labels := func(root string) string {
 		return fmt.Sprintf("(has(%[1]s.metadata.labels) ? size(%[1]s.metadata.labels) : 0)", root)
@@ -38,7 +40,6 @@ func updateBounds() []admissionregistrationv1.Validation {
 	for i, k := range scheduling.PodAnnotationKeys {
 		keys[i] = celString(k)
 	}
-	annotation := func(root string) string { return root + ".metadata.annotations" }
 	return []admissionregistrationv1.Validation{
 		{
 			Expression: fmt.Sprintf("oldObject == null || %[1]s <= %[3]d || %[1]s <= %[2]s", labels("object"), labels("oldObject"), scheduling.LabelCheckCount),
@@ -59,14 +60,42 @@ func updateBounds() []admissionregistrationv1.Validation {
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 		{
-			Expression: fmt.Sprintf("oldObject == null || !has(%[1]s) || [%[3]s].all(k, !(k in %[1]s) || "+
-				"(has(%[2]s) && k in %[2]s && %[2]s[k] == %[1]s[k]) || size(%[1]s[k]) <= %[4]d)",
-				annotation("object"), annotation("oldObject"), strings.Join(keys, ", "), scheduling.MaxPodMusterAnnotationBytes),
-			Message: fmt.Sprintf("metadata.annotations: Too long: each of Muster's annotations an update changes must have at most %d bytes (MaxPodMusterAnnotationBytes)",
-				scheduling.MaxPodMusterAnnotationBytes),
+			Expression: fmt.Sprintf("oldObject == null || %[1]s <= %[3]d || %[1]s <= %[2]s",
+				annotationBytes("object", keys), annotationBytes("oldObject", keys), scheduling.MaxPodMusterAnnotationBytes),
+			MessageExpression: fmt.Sprintf("'metadata.annotations: Too long: Muster\\'s annotations are ' + string(%s) + ' bytes together: "+
+				"an update may bring them to at most %d (MaxPodMusterAnnotationBytes), which Muster keeps in memory while the pod waits'",
+				annotationBytes("object", keys), scheduling.MaxPodMusterAnnotationBytes),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		},
+		{
+			Expression: fmt.Sprintf("oldObject == null || %[1]s <= %[3]d || %[1]s <= %[2]s",
+				affinityBytes("object"), affinityBytes("oldObject"), scheduling.MaxPodSchedulingBytes),
+			MessageExpression: fmt.Sprintf("'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: Too long: about ' + string(%s) + ' bytes of JSON: "+
+				"an update may bring it to at most %d (MaxPodSchedulingBytes), which Muster keeps in memory while the pod waits'",
+				affinityBytes("object"), scheduling.MaxPodSchedulingBytes),
 			Reason: ptr.To(metav1.StatusReasonInvalid),
 		},
 	}
+}
+
+// annotationBytes is CEL for the bytes of Muster's annotations (keys, CEL
+// string literals) on root, keys and values together, as UTF-8.
+func annotationBytes(root string, keys []string) string {
+	a := root + ".metadata.annotations"
+	return fmt.Sprintf("(has(%[1]s) ? [%[2]s].filter(k, k in %[1]s).map(k, size(bytes(k)) + size(bytes(%[1]s[k]))).sum() : 0)", a, strings.Join(keys, ", "))
+}
+
+// affinityBytes is CEL for about how many bytes of JSON root's required
+// node affinity takes: each requirement's key, operator and values as
+// UTF-8, plus the JSON around them (about 40 bytes a requirement and 3 a
+// value), so that short values cannot pass the bound many times over.
+func affinityBytes(root string) string {
+	terms := celOpt(root, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
+	reqs := func(list string) string {
+		return fmt.Sprintf("(has(t.%[1]s) ? t.%[1]s.map(r, 40 + size(bytes(r.key)) + size(bytes(r.operator)) + "+
+			"(has(r.values) ? r.values.map(v, 3 + size(bytes(v))).sum() : 0)).sum() : 0)", list)
+	}
+	return fmt.Sprintf("(size(%[1]s) == 0 ? 0 : %[1]s[0].map(t, 30 + %[2]s + %[3]s).sum())", terms, reqs("matchExpressions"), reqs("matchFields"))
 }
 
 // containerBound is the create's bound on a labelled pod's containers and

@@ -122,9 +122,11 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 // kube-apiserver, where muster-pod-labels checks updates in the webhook's
 // place: an update may not bring labels above scheduling.LabelCheckCount,
 // tolerations above scheduling.SchedulingCheckTolerations or a gated pod's
-// nodeSelector above scheduling.NodeSelectorCheckCount, nor make one of
-// Muster's annotations longer than scheduling.MaxPodMusterAnnotationBytes;
-// it is refused naming the field. Smaller updates go through.
+// nodeSelector above scheduling.NodeSelectorCheckCount, nor make Muster's
+// annotations longer than scheduling.MaxPodMusterAnnotationBytes bytes
+// together, nor a gated pod's required node affinity (KEP-3838) longer than
+// scheduling.MaxPodSchedulingBytes; it is refused naming the field. Smaller
+// updates go through.
 func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -135,37 +137,61 @@ func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
 		}
 		return out
 	}
+	// hostAffinity requires one of n hosts, by short names.
+	hostAffinity := func(n int) *corev1.Affinity {
+		values := make([]string, n)
+		for i := range values {
+			values[i] = fmt.Sprint(i)
+		}
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: values}}}},
+		}}}
+	}
 	tests := []struct {
 		name    string
 		change  func(p *corev1.Pod)
 		refused string
+		// gated puts the pod in a group that is never complete, so that it
+		// is still gated when it is updated: kube-apiserver lets only a
+		// gated pod's node affinity change.
+		gated bool
 	}{
-		{"adding 2 labels is allowed", func(p *corev1.Pod) { p.Labels["a"], p.Labels["b"] = "1", "2" }, ""},
+		{"adding 2 labels is allowed", func(p *corev1.Pod) { p.Labels["a"], p.Labels["b"] = "1", "2" }, "", false},
 		{"adding labels past 64 is refused", func(p *corev1.Pod) {
 			for j := range 70 {
 				p.Labels[fmt.Sprintf("example.com/label-%d", j)] = "v"
 			}
-		}, "metadata.labels: Too many"},
-		{"adding 2 tolerations is allowed", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(2)...) }, ""},
-		{"adding tolerations past 16 is refused", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(20)...) }, "spec.tolerations: Too many"},
+		}, "metadata.labels: Too many", false},
+		{"adding 2 tolerations is allowed", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(2)...) }, "", false},
+		{"adding tolerations past 16 is refused", func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tolerations(20)...) }, "spec.tolerations: Too many", false},
 		{"adding 2 nodeSelector entries to a gated pod is allowed (KEP-3838)", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"example.com/a": "1", "example.com/b": "2"}
-		}, ""},
+		}, "", true},
 		{"adding nodeSelector entries past 16 is refused", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{}
 			for j := range 20 {
 				p.Spec.NodeSelector[fmt.Sprintf("example.com/key-%d", j)] = "v"
 			}
-		}, "spec.nodeSelector: Too many"},
-		{"a min-count changed to a valid value is allowed", func(p *corev1.Pod) { p.Annotations[scheduling.MinCountAnnotation] = "3" }, ""},
+		}, "spec.nodeSelector: Too many", true},
+		{"a min-count changed to a valid value is allowed", func(p *corev1.Pod) { p.Annotations[scheduling.MinCountAnnotation] = "3" }, "", false},
 		{"a roles template grown past 64 KiB is refused", func(p *corev1.Pod) {
 			p.Annotations[scheduling.RolesTemplateAnnotation] = `[{"name":"worker","count":2,"template":{}}]` + strings.Repeat(" ", scheduling.MaxPodMusterAnnotationBytes)
-		}, "metadata.annotations: Too long"},
+		}, "metadata.annotations: Too long", false},
+		{"a roles template of 4-byte characters, within 64 Ki characters but past 64 KiB, is refused", func(p *corev1.Pod) {
+			p.Annotations[scheduling.RolesTemplateAnnotation] = `[{"name":"worker","count":2,"template":{}}]` + strings.Repeat("\U0001F600", scheduling.MaxPodMusterAnnotationBytes/2)
+		}, "metadata.annotations: Too long: Muster's annotations are", false},
+		{"a required node affinity set on a gated pod (KEP-3838) is allowed", func(p *corev1.Pod) { p.Spec.Affinity = hostAffinity(20) }, "", true},
+		{"a required node affinity past 32 KiB set on a gated pod is refused", func(p *corev1.Pod) { p.Spec.Affinity = hostAffinity(20000) },
+			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: Too long", true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := fmt.Sprintf("update-%d", i)
-			createPod(t, ctx, newPod(ns, name, podOpts{group: "update", annotations: map[string]string{scheduling.MinCountAnnotation: "2"}}))
+			opts := podOpts{group: "update", annotations: map[string]string{scheduling.MinCountAnnotation: "2"}}
+			if tt.gated {
+				opts = podOpts{group: "update-gated", annotations: map[string]string{scheduling.MinCountAnnotation: "100"}}
+			}
+			createPod(t, ctx, newPod(ns, name, opts))
 			// Muster writes the pod too (its group, its status): read it
 			// again on a conflict, as any client does.
 			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
