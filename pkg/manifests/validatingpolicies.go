@@ -18,6 +18,7 @@ func ValidatingPolicies() []ValidatingPolicy {
 		{WritesPolicy(), WritesPolicyBinding()},
 		{CreatesPolicy(), CreatesPolicyBinding()},
 		{QuotaWritesPolicy(), QuotaWritesPolicyBinding()},
+		{ConfigWritesPolicy(), ConfigWritesPolicyBinding()},
 		{OrderedReadyPolicy(), OrderedReadyPolicyBinding()},
 	}
 }

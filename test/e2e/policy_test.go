@@ -2,18 +2,25 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/manifests"
@@ -461,7 +468,7 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 // policy's status, and an error, so a denial, on each request it reaches.
 func TestPolicyExpressionsTypeCheck(t *testing.T) {
 	ctx := testContext(t, time.Minute)
-	for _, name := range []string{manifests.LabelsPolicyName, manifests.WritesPolicyName, manifests.CreatesPolicyName, manifests.QuotaWritesPolicyName} {
+	for _, name := range []string{manifests.LabelsPolicyName, manifests.WritesPolicyName, manifests.CreatesPolicyName, manifests.QuotaWritesPolicyName, manifests.ConfigWritesPolicyName} {
 		waitFor(t, ctx, "policy "+name+" to be type-checked", func(ctx context.Context) (bool, error) {
 			p, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || p.Status.ObservedGeneration != p.Generation {
@@ -503,6 +510,105 @@ func TestPolicyCountedLabelIsMusters(t *testing.T) {
 			if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), field) {
 				t.Fatalf("setting %s %s: got %v, want Forbidden by %s naming %s", scheduling.CountedLabel, name, err, manifests.LabelsPolicyName, field)
 			}
+		})
+	}
+}
+
+// TestPolicyMusterConfigWritesConfined (issue 34, item 9): Muster's
+// credentials may update its webhook configurations and its APIService,
+// which RBAC grants whole, only to publish its CA bundle;
+// muster-config-writes denies any other change, naming the field.
+func TestPolicyMusterConfigWritesConfined(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	muster := env.ImpersonatingClient(musterUser())
+	mutating := func(change func(*admissionregistrationv1.MutatingWebhookConfiguration)) func(ctx context.Context, _ []string) error {
+		return func(ctx context.Context, _ []string) error {
+			c, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, manifests.ConfigurationName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(c)
+			_, err = muster.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+	}
+	validating := func(change func(*admissionregistrationv1.ValidatingWebhookConfiguration)) func(ctx context.Context, _ []string) error {
+		return func(ctx context.Context, _ []string) error {
+			c, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, manifests.ConfigurationName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(c)
+			_, err = muster.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+	}
+	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	apiService := func(change func(*unstructured.Unstructured)) func(ctx context.Context, _ []string) error {
+		return func(ctx context.Context, _ []string) error {
+			o, err := dynamic.NewForConfigOrDie(env.Config).Resource(apiServices).Get(ctx, "v1alpha1."+scheduling.GroupName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(o)
+			cfg := rest.CopyConfig(env.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: musterUser()}
+			_, err = dynamic.NewForConfigOrDie(cfg).Resource(apiServices).Update(ctx, o, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+	}
+	newBundle := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+
+	err := waitPolicyDenies(t, ctx, manifests.ConfigWritesPolicyName, mutating(func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+		c.Webhooks[0].Rules[0].Resources = []string{"*"}
+	}))
+	expectDenial(t, err, manifests.ConfigWritesPolicyName, "webhooks")
+	tests := []struct {
+		name  string
+		write func(ctx context.Context, _ []string) error
+		field string // "" when allowed
+	}{
+		{"the mutating webhook's caBundle may change", mutating(func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks[0].ClientConfig.CABundle = newBundle
+		}), ""},
+		{"the mutating webhook may not be sent elsewhere", mutating(func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks[0].ClientConfig.Service, c.Webhooks[0].ClientConfig.URL = nil, ptr.To("https://attacker.example:443/")
+		}), "webhooks"},
+		{"the validating webhook may not fail open", validating(func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+		}), "webhooks"},
+		{"no webhook may be added", validating(func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			w := c.Webhooks[0].DeepCopy()
+			w.Name = "secrets." + w.Name
+			c.Webhooks = append(c.Webhooks, *w)
+		}), "webhooks"},
+		{"labels may not change", validating(func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			if c.Labels == nil {
+				c.Labels = map[string]string{}
+			}
+			c.Labels["example.com/x"] = "y"
+		}), "metadata.labels"},
+		{"the APIService's caBundle may change", apiService(func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, base64.StdEncoding.EncodeToString(newBundle), "spec", "caBundle")
+		}), ""},
+		{"the APIService may not point at another Service", apiService(func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "kube-system", "spec", "service", "namespace")
+		}), "spec"},
+		{"the APIService may not skip TLS verification", apiService(func(o *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(o.Object, "spec", "caBundle")
+			_ = unstructured.SetNestedField(o.Object, true, "spec", "insecureSkipTLSVerify")
+		}), "spec.insecureSkipTLSVerify"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.write(ctx, nil)
+			if tt.field == "" {
+				if err != nil {
+					t.Errorf("Muster publishing its CA bundle: %v", err)
+				}
+				return
+			}
+			expectDenial(t, err, manifests.ConfigWritesPolicyName, tt.field)
 		})
 	}
 }
