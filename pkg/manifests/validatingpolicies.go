@@ -19,6 +19,7 @@ func ValidatingPolicies() []ValidatingPolicy {
 		{CreatesPolicy(), CreatesPolicyBinding()},
 		{QuotaWritesPolicy(), QuotaWritesPolicyBinding()},
 		{ConfigWritesPolicy(), ConfigWritesPolicyBinding()},
+		{RequestClassPolicy(), RequestClassPolicyBinding()},
 		{OrderedReadyPolicy(), OrderedReadyPolicyBinding()},
 	}
 }

@@ -83,11 +83,11 @@ func TestDefaultRendering(t *testing.T) {
 	mustFind(t, objs, "NetworkPolicy", "muster-etcd")
 	mustFind(t, objs, "PodDisruptionBudget", "muster-apiserver")
 	mustFind(t, objs, "PriorityClass", "muster-capacity-request")
-	if got := len(objs.OfKind("ValidatingAdmissionPolicy")); got != 6 {
-		t.Errorf("%d ValidatingAdmissionPolicies, want 6", got)
+	if got := len(objs.OfKind("ValidatingAdmissionPolicy")); got != 7 {
+		t.Errorf("%d ValidatingAdmissionPolicies, want 7", got)
 	}
-	if got := len(objs.OfKind("ValidatingAdmissionPolicyBinding")); got != 6 {
-		t.Errorf("%d ValidatingAdmissionPolicyBindings, want 6", got)
+	if got := len(objs.OfKind("ValidatingAdmissionPolicyBinding")); got != 7 {
+		t.Errorf("%d ValidatingAdmissionPolicyBindings, want 7", got)
 	}
 
 	job := mustFind(t, objs, "Job", "muster-uninstall")

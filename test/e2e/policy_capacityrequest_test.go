@@ -10,8 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/manifests"
 )
@@ -102,11 +104,20 @@ func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 		t.Errorf("the capacity-request pod has priority %v and preemptionPolicy %v, want %d and Never from %s",
 			created.Spec.Priority, created.Spec.PreemptionPolicy, scheduling.CapacityRequestPriority, scheduling.CapacityRequestPriorityClass)
 	}
-	// A tenant's pod that carries the label (and even the class) but is
-	// not owned by the PodGroup it names is no capacity request: Muster
-	// may not delete it unmarked (issue 34, item 8).
+	// No one but Muster creates a pod of the capacity-request class, even
+	// one its own PodGroup controls as Muster's are (issue 34, item 8):
+	// Muster never preempts such pods.
+	classed := newPod(ns, "classed", podOpts{labels: map[string]string{scheduling.CapacityRequestLabel: pg.Name}})
+	classed.Spec.PriorityClassName = scheduling.CapacityRequestPriorityClass
+	classed.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID, Controller: ptr.To(true)}}
+	err = waitPolicyDenies(t, ctx, manifests.RequestClassPolicyName, func(ctx context.Context, dryRun []string) error {
+		_, err := kube.CoreV1().Pods(ns).Create(ctx, classed, metav1.CreateOptions{DryRun: dryRun})
+		return err
+	})
+	expectDenial(t, err, manifests.RequestClassPolicyName, "spec.priorityClassName")
+	// A tenant's pod that carries the label but is not a capacity request
+	// as Muster makes them: Muster may not delete it unmarked.
 	lookalike := newPod(ns, "lookalike", podOpts{labels: map[string]string{scheduling.CapacityRequestLabel: pg.Name}})
-	lookalike.Spec.PriorityClassName = scheduling.CapacityRequestPriorityClass
 	lookalike, err = kube.CoreV1().Pods(ns).Create(ctx, lookalike, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("a tenant creating a pod with the capacity-request label: %v", err)

@@ -468,7 +468,7 @@ func TestPolicyFinalizerNotPutBack(t *testing.T) {
 // policy's status, and an error, so a denial, on each request it reaches.
 func TestPolicyExpressionsTypeCheck(t *testing.T) {
 	ctx := testContext(t, time.Minute)
-	for _, name := range []string{manifests.LabelsPolicyName, manifests.WritesPolicyName, manifests.CreatesPolicyName, manifests.QuotaWritesPolicyName, manifests.ConfigWritesPolicyName} {
+	for _, name := range []string{manifests.LabelsPolicyName, manifests.WritesPolicyName, manifests.CreatesPolicyName, manifests.QuotaWritesPolicyName, manifests.ConfigWritesPolicyName, manifests.RequestClassPolicyName} {
 		waitFor(t, ctx, "policy "+name+" to be type-checked", func(ctx context.Context) (bool, error) {
 			p, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || p.Status.ObservedGeneration != p.Generation {
