@@ -85,22 +85,13 @@ func ConfigWritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			},
 		}}
 	}
-	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigWritesPolicyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				MatchPolicy: ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
-					rule("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
-					rule("apiregistration.k8s.io", "apiservices"),
-				},
-			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "muster-controller", Expression: celIsMuster()}},
-			Validations:     validations,
+	return failClosedPolicy(ConfigWritesPolicyName,
+		[]admissionregistrationv1.NamedRuleWithOperations{
+			rule("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
+			rule("apiregistration.k8s.io", "apiservices"),
 		},
-	}
+		[]admissionregistrationv1.MatchCondition{{Name: "muster-controller", Expression: celIsMuster()}},
+		validations)
 }
 
 // ConfigWritesPolicyBinding binds ConfigWritesPolicy cluster-wide: the

@@ -27,27 +27,17 @@ const RequestClassPolicyName = "muster-capacity-request-class"
 // Administrators are held to it too: no one needs the class by hand.
 func RequestClassPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	class := celString(scheduling.CapacityRequestPriorityClass)
-	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: RequestClassPolicyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: policyPodRules(admissionregistrationv1.Create, "pods"),
-			},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "capacity-request-class",
-				Expression: fmt.Sprintf("has(object.spec.priorityClassName) && object.spec.priorityClassName == %s", class),
-			}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: celIsMuster(),
-				Message: fmt.Sprintf("spec.priorityClassName: Forbidden: only %s creates pods of priority class %s, its capacity-request pods, "+
-					"which preemption never takes; use another class", musterWho, scheduling.CapacityRequestPriorityClass),
-				Reason: ptr.To(metav1.StatusReasonForbidden),
-			}},
-		},
-	}
+	return failClosedPolicy(RequestClassPolicyName, policyPodRules(admissionregistrationv1.Create, "pods"),
+		[]admissionregistrationv1.MatchCondition{{
+			Name:       "capacity-request-class",
+			Expression: fmt.Sprintf("has(object.spec.priorityClassName) && object.spec.priorityClassName == %s", class),
+		}},
+		[]admissionregistrationv1.Validation{{
+			Expression: celIsMuster(),
+			Message: fmt.Sprintf("spec.priorityClassName: Forbidden: only %s creates pods of priority class %s, its capacity-request pods, "+
+				"which preemption never takes; use another class", musterWho, scheduling.CapacityRequestPriorityClass),
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		}})
 }
 
 // RequestClassPolicyBinding binds RequestClassPolicy in every namespace.
