@@ -55,6 +55,9 @@ func attacks() []attack {
 		{item: "7", name: "the tracking finalizer put back 3 times on a finished gang's pods", launch: finalizerPutBack, verify: countsStay("finished", 2, 0)},
 		{item: "8", name: "800 slow anonymous TLS clients dribbling a review body into the webhook", launch: slowWebhookClients},
 		{item: "9", name: "Muster's etcd restarted while labelled pods are created", launch: etcdRestart},
+		{item: "34.2", name: "a gated pod's node affinity grown to 20,000 hosts by update (KEP-3838)", launch: affinityGrownByUpdate},
+		{item: "34.2", name: "Muster's annotations grown by update with 4-byte characters", launch: wideAnnotationsByUpdate},
+		{item: "34.8", name: "pods of the capacity-request class, to be spared by preemption", launch: capacityRequestClassPods},
 		{item: "more", name: "a gang of system-cluster-critical priority, to preempt the other tenant's gangs", launch: criticalGang},
 		{item: "more", name: "150 pods naming 150 groups, past the namespace's group quota", launch: groupFlood, last: true},
 		{item: "more", name: "malformed annotations", launch: malformedAnnotations},
@@ -567,4 +570,80 @@ func criticalGang(ctx context.Context, m tenant) (string, func() string, error) 
 		return said, nil, fmt.Errorf("refused, but not by quota %s: %v", criticalQuota, first)
 	}
 	return said, nil, nil
+}
+
+// updateEach creates n small labelled pods of a group that never
+// completes, so that they stay gated, then makes change to each by update;
+// every update must be refused, with refusal in its message.
+func updateEach(ctx context.Context, m tenant, prefix string, n int, change func(*corev1.Pod), refusal string) (string, func() string, error) {
+	var pods []*corev1.Pod
+	for i := range n {
+		pods = append(pods, malloryPod(m.ns, fmt.Sprintf("%s-%d", prefix, i), prefix, map[string]string{scheduling.MinCountAnnotation: "100"}))
+	}
+	if accepted, _, first := createAll(ctx, m, pods); accepted != n {
+		return "", nil, fmt.Errorf("%d of %d pods created: %v", accepted, n, first)
+	}
+	refused := 0
+	for _, p := range pods {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := m.client.CoreV1().Pods(m.ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(cur)
+			_, err = m.client.CoreV1().Pods(m.ns).Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err == nil {
+			return "", nil, fmt.Errorf("pod %s: the update was accepted, want it refused with %q", p.Name, refusal)
+		}
+		if !strings.Contains(err.Error(), refusal) {
+			return "", nil, fmt.Errorf("pod %s: refused with %v, want %q", p.Name, err, refusal)
+		}
+		refused++
+	}
+	return fmt.Sprintf("%d pods created, %d updates refused: %s", n, refused, refusal), nil, nil
+}
+
+// affinityGrownByUpdate (issue 34, path 2): a gated pod may narrow its node
+// affinity (KEP-3838), so it is created small and grown by update.
+func affinityGrownByUpdate(ctx context.Context, m tenant) (string, func() string, error) {
+	values := make([]string, 20_000)
+	for i := range values {
+		values[i] = fmt.Sprint(i)
+	}
+	return updateEach(ctx, m, "regrow", 5, func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: values}}}},
+		}}}
+	}, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: Too long")
+}
+
+// wideAnnotationsByUpdate (issue 34, path 2): CEL's size of a string counts
+// code points, so a bound in characters lets 4-byte characters through at
+// four times its size.
+func wideAnnotationsByUpdate(ctx context.Context, m tenant) (string, func() string, error) {
+	wide := strings.Repeat("\U0001F600", scheduling.MaxPodMusterAnnotationBytes/2)
+	return updateEach(ctx, m, "widen", 5, func(p *corev1.Pod) {
+		p.Annotations[scheduling.RolesTemplateAnnotation] = `[{"name":"worker","count":2,"template":{}}]` + wide
+	}, "metadata.annotations: Too long: Muster's annotations are")
+}
+
+// capacityRequestClassPods (issue 34, path 8): Muster never preempts its
+// own capacity-request pods, which it knows by their class, label and
+// owner; a tenant's pods of that class would be spared too.
+func capacityRequestClassPods(ctx context.Context, m tenant) (string, func() string, error) {
+	var pods []*corev1.Pod
+	for i := range 5 {
+		p := malloryPod(m.ns, fmt.Sprintf("classed-%d", i), "classed", nil)
+		delete(p.Labels, scheduling.PodGroupLabel)
+		p.Labels[scheduling.CapacityRequestLabel] = "classed"
+		p.Spec.PriorityClassName = scheduling.CapacityRequestPriorityClass
+		pods = append(pods, p)
+	}
+	accepted, refused, first := createAll(ctx, m, pods)
+	if accepted > 0 || first == nil || !strings.Contains(first.Error(), "spec.priorityClassName: Forbidden") {
+		return "", nil, fmt.Errorf("%d accepted, %d refused (%v); want every one refused on spec.priorityClassName", accepted, refused, first)
+	}
+	return tally(accepted, refused, first), nil, nil
 }
