@@ -24,7 +24,7 @@ const RequestClassPolicyName = "muster-capacity-request-class"
 // PodGroup the controller of its own pods of that class would otherwise
 // have pods that no gang may preempt (issue 34, item 8). The class's
 // priority (-10, preemptionPolicy Never) is no use to anyone else.
-// Administrators are held to it too: no one needs the class by hand.
+// Administrators (who hold every verb, ConfinedVerb included) may still.
 func RequestClassPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	class := celString(scheduling.CapacityRequestPriorityClass)
 	return failClosedPolicy(RequestClassPolicyName, policyPodRules(admissionregistrationv1.Create, "pods"),
@@ -33,8 +33,11 @@ func RequestClassPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Expression: fmt.Sprintf("has(object.spec.priorityClassName) && object.spec.priorityClassName == %s", class),
 		}},
 		[]admissionregistrationv1.Validation{{
-			Expression: celIsMuster(),
-			Message: fmt.Sprintf("spec.priorityClassName: Forbidden: only %s creates pods of priority class %s, its capacity-request pods, "+
+			// Muster's ClusterRole grants the verb; an administrator holds
+			// every verb. No tenant role grants it.
+			Expression: fmt.Sprintf("authorizer.group(%s).resource(%s).check(%s).allowed()",
+				celString(scheduling.GroupName), celString(ConfinedResource), celString(ConfinedVerb)),
+			Message: fmt.Sprintf("spec.priorityClassName: Forbidden: only %s, and administrators, create pods of priority class %s, its capacity-request pods, "+
 				"which preemption never takes; use another class", musterWho, scheduling.CapacityRequestPriorityClass),
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		}})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -104,14 +105,15 @@ func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 		t.Errorf("the capacity-request pod has priority %v and preemptionPolicy %v, want %d and Never from %s",
 			created.Spec.Priority, created.Spec.PreemptionPolicy, scheduling.CapacityRequestPriority, scheduling.CapacityRequestPriorityClass)
 	}
-	// No one but Muster creates a pod of the capacity-request class, even
-	// one its own PodGroup controls as Muster's are (issue 34, item 8):
-	// Muster never preempts such pods.
+	// No tenant creates a pod of the capacity-request class, even one its
+	// own PodGroup controls as Muster's are (issue 34, item 8): Muster
+	// never preempts such pods. (Administrators may: TestUninstall does.)
 	classed := newPod(ns, "classed", podOpts{labels: map[string]string{scheduling.CapacityRequestLabel: pg.Name}})
 	classed.Spec.PriorityClassName = scheduling.CapacityRequestPriorityClass
 	classed.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup", Name: pg.Name, UID: pg.UID, Controller: ptr.To(true)}}
+	tenant := tenantClient(t, ctx, ns)
 	err = waitPolicyDenies(t, ctx, manifests.RequestClassPolicyName, func(ctx context.Context, dryRun []string) error {
-		_, err := kube.CoreV1().Pods(ns).Create(ctx, classed, metav1.CreateOptions{DryRun: dryRun})
+		_, err := tenant.CoreV1().Pods(ns).Create(ctx, classed, metav1.CreateOptions{DryRun: dryRun})
 		return err
 	})
 	expectDenial(t, err, manifests.RequestClassPolicyName, "spec.priorityClassName")
@@ -129,4 +131,20 @@ func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 	if err := deletePod(muster, created, true)(ctx, nil); err != nil {
 		t.Errorf("Muster deleting its capacity-request pod, unmarked: %v", err)
 	}
+}
+
+// tenantClient is a client for a user who may edit namespace ns (the
+// ClusterRole edit, bound there), as a tenant would.
+func tenantClient(t *testing.T, ctx context.Context, ns string) kubernetes.Interface {
+	t.Helper()
+	user := "tenant-" + ns
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return env.ImpersonatingClient(user)
 }
