@@ -295,19 +295,22 @@ func TestRayJobClusterWithIt(t *testing.T) {
 		},
 	}})
 
+	// KubeRay names the cluster in the RayJob's status before it creates
+	// it: wait for both.
 	var clusterName string
+	var ray *unstructured.Unstructured
 	waitFor(t, ctx, "the RayJob's RayCluster", func(ctx context.Context) (bool, error) {
 		j, err := jobs.Get(ctx, "job", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		clusterName, _, _ = unstructured.NestedString(j.Object, "status", "rayClusterName")
-		return clusterName != "", nil
+		if clusterName == "" {
+			return false, nil
+		}
+		ray, err = frameworkResource(t, cluster.RayClusterResource, ns).Get(ctx, clusterName, metav1.GetOptions{})
+		return err == nil, nil
 	})
-	ray, err := frameworkResource(t, cluster.RayClusterResource, ns).Get(ctx, clusterName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the RayJob's RayCluster %s: %v", clusterName, err)
-	}
 	pg := expectGang(t, ctx, ns, clusterName, 4, 4, "RayCluster "+clusterName, job)
 	expectOwner(t, pg, "RayJob", job.GetName(), job.GetUID())
 	if ref := metav1.GetControllerOf(ray); ref == nil || ref.UID != job.GetUID() {
