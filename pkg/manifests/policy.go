@@ -126,19 +126,9 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // podUpdatePolicy is a policy that checks validations on updates of pods,
 // through pods and pods/status, failing closed.
 func podUpdatePolicy(name string, vars []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
-				ResourceRules: policyPodRules(admissionregistrationv1.Update, "pods", "pods/status"),
-			},
-			Variables:   vars,
-			Validations: validations,
-		},
-	}
+	p := failClosedPolicy(name, policyPodRules(admissionregistrationv1.Update, "pods", "pods/status"), nil, validations)
+	p.Spec.Variables = vars
+	return p
 }
 
 // immutableLabel is the validation that forbids adding, changing or removing
