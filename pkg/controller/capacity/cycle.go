@@ -154,29 +154,28 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		}
 		s.Discard(res)
 		requested()
-		idle, judged := judgeIdle(c.Pods)
+		var keep func(*corev1.Pod) bool // nil: the idle cluster has no pod
+		judged := judgeIdle(c.Pods)
 		if !judged && strategy == StrictFIFO {
 			// This gang would close the queue: judge it on the idle
 			// cluster that keeps the pods its pod affinity needs. Once per
 			// cycle at most, since the first gang that does not fit and
 			// is not skipped becomes the head.
-			idle, judged = judgeIdleKeeping(c.Pods)
+			keep, judged = judgeIdleKeeping(c.Pods)
 		}
 		if judged {
-			var on *Snapshot
-			if idle.keep == nil {
-				if empty == nil {
-					empty = s.Empty()
-				}
+			on, but := empty, ""
+			if keep != nil {
+				on, but = s.EmptyKeeping(keep), " but for the pods its required pod affinity selects"
+			} else if on == nil {
+				empty = s.Empty()
 				on = empty
-			} else {
-				on = s.EmptyKeeping(idle.keep)
 			}
 			placed := on.Place(c.Pods, c.Copies...)
 			on.Discard(placed)
 			if placed.Placed() < c.Need {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNeverFits,
-					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, idle.kept, placed.Placed(), placed.Short)})
+					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, but, placed.Placed(), placed.Short)})
 				if opts.Autoscaling && strategy == StrictFIFO {
 					head = c.Key.String()
 				}
@@ -196,26 +195,18 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 	return verdicts
 }
 
-// idleCluster is what a gang is judged on when it does not fit: the
-// cluster with no pod on it (keep nil), or with only the pods keep
-// selects, which kept names for the message.
-type idleCluster struct {
-	keep func(*corev1.Pod) bool
-	kept string
-}
-
 // judgeIdle reports whether a gang that does not fit the idle cluster can
 // never fit. Not for a gang with required pod affinity, which may need the
 // very pods that idling removes (judgeIdleKeeping judges it), nor for one
 // with devices, which the idle cluster cannot free: those wait as
 // InsufficientCapacity.
-func judgeIdle(pods []*corev1.Pod) (idleCluster, bool) {
+func judgeIdle(pods []*corev1.Pod) bool {
 	for _, p := range pods {
 		if len(p.Spec.ResourceClaims) > 0 || requiredPodAffinity(p) != nil {
-			return idleCluster{}, false
+			return false
 		}
 	}
-	return idleCluster{}, true
+	return true
 }
 
 // judgeIdleKeeping judges a gang with required pod affinity on the idle
@@ -225,7 +216,7 @@ func judgeIdle(pods []*corev1.Pod) (idleCluster, bool) {
 // select may change that, which the next cycle sees. Not for a gang with
 // devices, nor for a term with a namespaceSelector, whose namespaces the
 // snapshot does not know.
-func judgeIdleKeeping(pods []*corev1.Pod) (idleCluster, bool) {
+func judgeIdleKeeping(pods []*corev1.Pod) (keep func(*corev1.Pod) bool, ok bool) {
 	type term struct {
 		namespaces map[string]bool // nil: every namespace
 		selector   labels.Selector
@@ -233,17 +224,17 @@ func judgeIdleKeeping(pods []*corev1.Pod) (idleCluster, bool) {
 	var terms []term
 	for _, p := range pods {
 		if len(p.Spec.ResourceClaims) > 0 {
-			return idleCluster{}, false
+			return nil, false
 		}
 		for _, t := range requiredPodAffinity(p) {
 			sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
 			if err != nil {
-				return idleCluster{}, false
+				return nil, false
 			}
 			tm := term{selector: sel}
 			switch {
 			case t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0):
-				return idleCluster{}, false
+				return nil, false
 			case t.NamespaceSelector != nil:
 				// {} selects every namespace.
 			default:
@@ -258,15 +249,14 @@ func judgeIdleKeeping(pods []*corev1.Pod) (idleCluster, bool) {
 			terms = append(terms, tm)
 		}
 	}
-	keep := func(p *corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
 		for _, t := range terms {
 			if (t.namespaces == nil || t.namespaces[p.Namespace]) && t.selector.Matches(labels.Set(p.Labels)) {
 				return true
 			}
 		}
 		return false
-	}
-	return idleCluster{keep: keep, kept: " but for the pods its required pod affinity selects"}, true
+	}, true
 }
 
 // requiredPodAffinity is p's required pod affinity terms.
