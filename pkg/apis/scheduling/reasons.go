@@ -139,7 +139,8 @@ const (
 	// room for the gang (capacity-request pods or a ProvisioningRequest).
 	EventCapacityRequested = "CapacityRequested"
 	// EventCapacityProvisioned, on a group: the autoscaler provided room
-	// for the whole gang.
+	// for the whole gang, or the gang fits while its request stands (new
+	// nodes took it before the capacity-request pods were bound).
 	EventCapacityProvisioned = "CapacityProvisioned"
 	// EventCapacityRequestWithdrawn, on a group: its request was withdrawn
 	// (timed out, or refused by the autoscaler) so that the autoscaler can

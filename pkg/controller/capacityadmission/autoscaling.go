@@ -224,9 +224,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 		if v.Admit {
 			if st, ok := s.req.State(v.Key); ok {
 				s.metrics.RequestAdmitted(now.Sub(st.Since))
-				if st.Provisioned > 0 {
-					s.announceProvisioned(v.Key, gd.demand, st)
-				}
+				s.announceProvisioned(v.Key, gd.demand, st)
 			}
 			delete(s.backoff, v.Key)
 			continue
@@ -318,17 +316,23 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 	s.metrics.PodsRequested(asked)
 }
 
-// announceProvisioned records, once per request, that the autoscaler
-// provided the room: all of it exists, or the gang fits now. Called with
+// announceProvisioned records, once per request, that the room is there:
+// the autoscaler provided all of it, or the gang fits now while its
+// request stands (new nodes may take the gang before kube-scheduler binds
+// the capacity-request pods to them). The message says which. Called with
 // s.mu held.
 func (s *autoscaler) announceProvisioned(key scheduling.GroupKey, d autoscaling.Demand, st autoscaling.State) {
 	if s.provisioned[key] == st.Hash {
 		return
 	}
 	s.provisioned[key] = st.Hash
-	s.announce(key, d.UID, admission.Event{Type: corev1.EventTypeNormal, Reason: scheduling.EventCapacityProvisioned, Message: fmt.Sprintf(
-		"the autoscaler provided room for the gang, asked for with %s at %s: %d of the %d pods asked for have it",
-		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)})
+	msg := fmt.Sprintf("the autoscaler provided room for the gang, asked for with %s at %s: %d of the %d pods asked for have it",
+		st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)
+	if st.Provisioned < st.Requested {
+		msg = fmt.Sprintf("the gang fits now, with its request %s of %s standing: %d of the %d pods asked for had room when it was admitted",
+			st.Name, st.Since.UTC().Format(time.RFC3339), st.Provisioned, st.Requested)
+	}
+	s.announce(key, d.UID, admission.Event{Type: corev1.EventTypeNormal, Reason: scheduling.EventCapacityProvisioned, Message: msg})
 }
 
 // withdraw ends a request that timed out, was refused or could not be

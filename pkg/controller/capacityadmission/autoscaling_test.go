@@ -447,6 +447,47 @@ func TestAutoscalerSync(t *testing.T) {
 	}
 }
 
+// TestAutoscalerAnnouncesRoomOnAdmission: a gang admitted while its
+// request stands says CapacityProvisioned once, whether the capacity-request
+// pods were bound first (all the room provided) or not yet (new nodes took
+// the gang before kube-scheduler bound them), and says which.
+func TestAutoscalerAnnouncesRoomOnAdmission(t *testing.T) {
+	t0 := time.Unix(10000, 0)
+	tests := []struct {
+		name        string
+		provisioned int32
+		want        string
+	}{
+		{"all the capacity-request pods bound", 8, "the autoscaler provided room for the gang, asked for with pods at 1970-01-01T02:46:40Z: 8 of the 8 pods asked for have it"},
+		{"some bound", 3, "the gang fits now, with its request pods of 1970-01-01T02:46:40Z standing: 3 of the 8 pods asked for had room when it was admitted"},
+		{"none bound yet", 0, "the gang fits now, with its request pods of 1970-01-01T02:46:40Z standing: 0 of the 8 pods asked for had room when it was admitted"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
+			announce, announced := collectAnnounce(10)
+			s := newAutoscaler(defaultAutoscaling(req), false, announce, clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
+			defer s.work.ShutDown()
+			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+			s.offer(gk("ns/a"), pg, gpuPods("a", 8), nil)
+			req.states[gk("ns/a")] = autoscaling.State{Kind: autoscaling.KindPods, Name: "pods", Since: t0, Requested: 8, Provisioned: tc.provisioned, Hash: s.demands[gk("ns/a")].demand.Hash}
+			for range 2 { // a second cycle announces nothing more
+				s.plan([]outcome{outcomeOf(capacity.Verdict{Key: gk("ns/a"), Admit: true})}, t0)
+			}
+			var got []string
+			for len(announced) > 0 {
+				got = append(got, <-announced)
+			}
+			if len(got) != 1 {
+				t.Fatalf("events: %q, want one %s", got, scheduling.EventCapacityProvisioned)
+			}
+			if want := "ns/a uid-a Normal " + scheduling.EventCapacityProvisioned + " " + tc.want; got[0] != want {
+				t.Errorf("event\n got %q\nwant %q", got[0], want)
+			}
+		})
+	}
+}
+
 // TestAutoscalerDemandIgnoresPodOrder checks that a gang's demand, and so
 // its request, is the same whatever order its pods come in (the index has
 // none): else each sync would ask anew.
