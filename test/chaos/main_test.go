@@ -42,6 +42,9 @@ var musterArgs = []string{
 	"--leader-elect-renew-deadline=3s",
 	"--leader-elect-retry-period=1s",
 	"--release-grace=5s",
+	// Preemption at once, as the e2e suite's (the default spares a gang
+	// its first minute).
+	"--preemption-min-runtime=0s",
 	"-v=2",
 }
 

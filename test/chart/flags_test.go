@@ -12,7 +12,7 @@ import (
 // own: values.yaml promises "the defaults are muster-apiserver's own".
 var defaultMirrors = []string{
 	"webhook-port", "namespace-selector", "admission", "queueing-strategy", "preemption", "preempt-unmanaged",
-	"preemption-min-runtime", "autoscaling", "capacity-request-timeout", "capacity-request-max-pods", "capacity-request-image",
+	"preemption-min-runtime", "complete-scheduler-preemption", "autoscaling", "capacity-request-timeout", "capacity-request-max-pods", "capacity-request-image",
 }
 
 // TestChartFlagsAreTheBinarys: every flag the default rendering passes to

@@ -135,6 +135,10 @@ const (
 	// EventPreempted, on a victim group and on each evicted pod: who
 	// preempted it.
 	EventPreempted = "Preempted"
+	// EventPartlyPreempted, on a group: kube-scheduler preempted one of its
+	// pods for a pod that --complete-scheduler-preemption does not let
+	// evict the whole gang, so the rest of it is left running.
+	EventPartlyPreempted = "PartlyPreempted"
 	// EventCapacityRequested, on a group: Muster asked an autoscaler for
 	// room for the gang (capacity-request pods or a ProvisioningRequest).
 	EventCapacityRequested = "CapacityRequested"

@@ -57,6 +57,10 @@ type Mode interface {
 	// released pod on the node it is pinned to, or "" if none does or the
 	// mode cannot tell (step 7b).
 	ExplainStalled(p *corev1.Pod, node string) string
+	// PreemptedForReleased reports whether kube-scheduler preempted victim,
+	// a pod of the group key, for a pod that Muster released: one pinned
+	// to victim's node that waits for it, at a higher priority (step 6b).
+	PreemptedForReleased(victim *corev1.Pod, key scheduling.GroupKey) bool
 	// UnreservedLater is how many missing pods of createdLater roles a
 	// release counts as present although nothing is reserved for them
 	// (step 9's holdShort).

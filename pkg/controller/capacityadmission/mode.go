@@ -262,6 +262,12 @@ func (a *Mode) ExplainStalled(p *corev1.Pod, node string) string {
 	return a.tracker.Explain(a.filters, p, node)
 }
 
+// PreemptedForReleased asks the tracker for a released pod of Muster's
+// that waits for the victim's node.
+func (a *Mode) PreemptedForReleased(victim *corev1.Pod, key scheduling.GroupKey) bool {
+	return a.tracker.ReleasedWaitingFor(victim, key)
+}
+
 // UnreservedLater is none: every missing pod of a createdLater role has a
 // reserved place, which the controller's holdShort counts as such.
 func (a *Mode) UnreservedLater(admission.Group) int32 { return 0 }

@@ -55,6 +55,11 @@ type Config struct {
 	// PreemptionMinRuntime spares a gang admitted (or a pod created) more
 	// recently than this from preemption.
 	PreemptionMinRuntime time.Duration
+	// CompleteSchedulerPreemption says when step 6b preempts the rest of
+	// a gang that kube-scheduler preempted one pod of: for pods Muster
+	// released (CompleteForReleased), for any pod (CompleteAlways), or
+	// never (CompleteNever).
+	CompleteSchedulerPreemption string
 	// Autoscaling says how a gang that does not fit the nodes there are
 	// asks an autoscaler for room: AutoscalingAuto, AutoscalingPods,
 	// AutoscalingProvisioningRequest or AutoscalingOff (capacity-aware
@@ -78,6 +83,19 @@ const (
 	AutoscalingOff                 = "off"
 )
 
+// The values of --complete-scheduler-preemption.
+const (
+	CompleteForReleased = "Released"
+	CompleteAlways      = "Always"
+	CompleteNever       = "Never"
+)
+
+// DefaultPreemptionMinRuntime is how long a gang runs, at least, before
+// Muster's preemption may evict it: long enough that a gang admitted makes
+// some progress before a higher-priority one takes its nodes, short next
+// to the jobs gangs are for.
+const DefaultPreemptionMinRuntime = time.Minute
+
 // The admission modes of --admission.
 const (
 	AdmissionCapacity = "capacity"
@@ -99,6 +117,9 @@ func DefaultConfig() Config {
 		ReservationTimeout: 5 * time.Minute,
 		CreatedGroupTTL:    time.Hour,
 		Preemption:         true,
+
+		PreemptionMinRuntime:        DefaultPreemptionMinRuntime,
+		CompleteSchedulerPreemption: CompleteForReleased,
 
 		Autoscaling:            AutoscalingAuto,
 		CapacityRequestTimeout: 10 * time.Minute,
@@ -140,7 +161,13 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.PreemptUnmanaged, "preempt-unmanaged", c.PreemptUnmanaged,
 		"Let preemption evict pods Muster does not manage (without the pod-group label) of strictly lower priority too, each as a victim of its own.")
 	fs.DurationVar(&c.PreemptionMinRuntime, "preemption-min-runtime", c.PreemptionMinRuntime,
-		"Spare a gang admitted (or a pod Muster does not manage created) more recently than this from preemption. 0 spares none.")
+		"Spare a gang admitted (or a pod Muster does not manage created) more recently than this from preemption, so that a gang "+
+			"makes progress before a higher-priority one takes its nodes. 0 spares none.")
+	fs.StringVar(&c.CompleteSchedulerPreemption, "complete-scheduler-preemption", c.CompleteSchedulerPreemption,
+		"When kube-scheduler preempts one pod of an admitted gang (DisruptionTarget, reason PreemptionByScheduler), whether Muster preempts "+
+			"the rest of the gang so that it does not run short: 'Released' only when the pod it was preempted for is one Muster released "+
+			"(pinned to that node, of higher priority), so that a pod of any other tenant evicts one pod, never a gang; 'Always' for any pod "+
+			"of higher priority (restrict high PriorityClasses with quotas first: priorityClassQuotas in the chart); 'Never'.")
 	fs.StringVar(&c.Autoscaling, "autoscaling", c.Autoscaling,
 		"How a gang that does not fit the nodes there are asks a cluster autoscaler for room, with --admission=capacity: "+
 			"'pods' creates capacity-request pods (lowest priority, a pause container) that any autoscaler provisions for; "+
@@ -188,6 +215,12 @@ func (c *Config) Validate() []error {
 	}
 	if c.PreemptionMinRuntime < 0 {
 		errs = append(errs, fmt.Errorf("--preemption-min-runtime must not be negative, got %s", c.PreemptionMinRuntime))
+	}
+	switch c.CompleteSchedulerPreemption {
+	case CompleteForReleased, CompleteAlways, CompleteNever:
+	default:
+		errs = append(errs, fmt.Errorf("--complete-scheduler-preemption must be %q, %q or %q, got %q",
+			CompleteForReleased, CompleteAlways, CompleteNever, c.CompleteSchedulerPreemption))
 	}
 	switch c.Autoscaling {
 	case AutoscalingAuto, AutoscalingPods, AutoscalingProvisioningRequest, AutoscalingOff:

@@ -38,6 +38,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "an unknown autoscaling way is rejected", mod: func(c *Config) { c.Autoscaling = "karpenter" }, wantErr: "--autoscaling"},
 		{name: "a zero capacity-request timeout is rejected", mod: func(c *Config) { c.CapacityRequestTimeout = 0 }, wantErr: "--capacity-request-timeout"},
 		{name: "no pods' room at all is rejected", mod: func(c *Config) { c.CapacityRequestMaxPods = 0 }, wantErr: "--capacity-request-max-pods"},
+		{name: "an unknown --complete-scheduler-preemption is rejected", mod: func(c *Config) { c.CompleteSchedulerPreemption = "Sometimes" }, wantErr: "--complete-scheduler-preemption"},
 		{name: "an empty capacity-request image is rejected", mod: func(c *Config) { c.CapacityRequestImage = "" }, wantErr: "--capacity-request-image"},
 	}
 	for _, tc := range cases {
@@ -62,7 +63,7 @@ func TestConfigFlags(t *testing.T) {
 	err := fs.Parse([]string{"--controller-workers=2", "--pod-patch-concurrency=3", "--release-grace=1m",
 		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a",
 		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m", "--reservation-timeout=90s", "--created-group-ttl=10m",
-		"--preemption=false", "--preempt-unmanaged", "--preemption-min-runtime=5m",
+		"--preemption=false", "--preempt-unmanaged", "--preemption-min-runtime=5m", "--complete-scheduler-preemption=Always",
 		"--autoscaling=pods", "--capacity-request-timeout=3m", "--capacity-request-max-pods=64", "--capacity-request-image=registry.k8s.io/pause:3.9"})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestConfigFlags(t *testing.T) {
 		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a",
 		Admission: AdmissionCount, QueueingStrategy: capacity.StrictFIFO, StalledTimeout: 2 * time.Minute,
 		ReservationTimeout: 90 * time.Second, CreatedGroupTTL: 10 * time.Minute,
-		Preemption: false, PreemptUnmanaged: true, PreemptionMinRuntime: 5 * time.Minute,
+		Preemption: false, PreemptUnmanaged: true, PreemptionMinRuntime: 5 * time.Minute, CompleteSchedulerPreemption: CompleteAlways,
 		Autoscaling: AutoscalingPods, CapacityRequestTimeout: 3 * time.Minute, CapacityRequestMaxPods: 64,
 		CapacityRequestImage: "registry.k8s.io/pause:3.9"}
 	if c != want {

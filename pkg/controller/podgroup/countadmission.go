@@ -62,6 +62,10 @@ func (countAdmission) ObserveGroup(scheduling.GroupKey, *v1alpha1.PodGroup) {}
 // ExplainStalled has nothing to say: count admission pins no pod.
 func (countAdmission) ExplainStalled(*corev1.Pod, string) string { return "" }
 
+// PreemptedForReleased is false: count admission pins no pod, so it cannot
+// tell which pod kube-scheduler preempted for.
+func (countAdmission) PreemptedForReleased(*corev1.Pod, scheduling.GroupKey) bool { return false }
+
 // BeforeRelease has nothing to do: count admission asks no autoscaler.
 func (countAdmission) BeforeRelease(context.Context, scheduling.GroupKey) error { return nil }
 

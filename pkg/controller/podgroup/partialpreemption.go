@@ -23,28 +23,53 @@ import (
 // reservations, and step 9c evicts its released pods in this same sync. It
 // waits whole again, as any preempted gang, and a Preempted event on the
 // stored group says why. It reports whether it preempted the group.
-func (c *Controller) completePartialPreemption(stored, pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
-	why, then := preemptedPartly(pg, v)
-	if why == "" {
+//
+// Completing is bounded by --complete-scheduler-preemption (completes):
+// by default only a pod that Muster released makes a gang go whole, so
+// that one pod of any PriorityClass above the gang's, which any tenant
+// may create and pin to the gang's node, evicts that one pod and never the
+// whole gang, in any namespace. A gang left short is told so once.
+func (c *Controller) completePartialPreemption(key scheduling.GroupKey, stored, pg *v1alpha1.PodGroup, v *podView, now time.Time) bool {
+	p := preemptedPartly(pg, v)
+	if p == nil {
 		return false
 	}
-	recordPreempted(pg, corev1.PodReasonPreemptionByScheduler, why, then, now) // decision.go
+	if !c.completes(p, key) {
+		c.warnOnce(p.UID, scheduling.EventPartlyPreempted, func() {
+			c.recorder.Eventf(stored, corev1.EventTypeWarning, scheduling.EventPartlyPreempted,
+				"kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority that Muster did not release; "+
+					"the rest of the gang is left running (--complete-scheduler-preemption=%s)", p.Name, p.Spec.NodeName, c.cfg.CompleteSchedulerPreemption)
+		})
+		return false
+	}
+	why := fmt.Sprintf("kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority", p.Name, p.Spec.NodeName)
+	recordPreempted(pg, corev1.PodReasonPreemptionByScheduler, why,
+		"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again", now) // decision.go
 	v.onceWritten(func() { c.recorder.Event(stored, corev1.EventTypeWarning, scheduling.EventPreempted, why) })
 	return true
 }
 
-// preemptedPartly is what step 6b decides: why pg is preempted, and what
-// follows, or "" to leave it be.
-func preemptedPartly(pg *v1alpha1.PodGroup, v *podView) (why, then string) {
+// completes is --complete-scheduler-preemption's rule for a pod of the
+// group key that kube-scheduler preempted.
+func (c *Controller) completes(p *corev1.Pod, key scheduling.GroupKey) bool {
+	switch c.cfg.CompleteSchedulerPreemption {
+	case CompleteAlways:
+		return true
+	case CompleteForReleased:
+		return c.admitter.PreemptedForReleased(p, key)
+	default:
+		return false
+	}
+}
+
+// preemptedPartly is what step 6b looks for: a pod of the admitted,
+// unfinished, unpreempted group pg that kube-scheduler preempted since pg
+// was last admitted, or nil.
+func preemptedPartly(pg *v1alpha1.PodGroup, v *podView) *corev1.Pod {
 	if !isAdmitted(pg) || isFinished(pg) || meta.IsStatusConditionTrue(pg.Status.Conditions, v1alpha1.ConditionPreempted) {
-		return "", ""
+		return nil
 	}
-	p := preemptedByScheduler(pg, v)
-	if p == nil {
-		return "", ""
-	}
-	return fmt.Sprintf("kube-scheduler preempted its pod %s, which ran on node %s, for a pod of higher priority", p.Name, p.Spec.NodeName),
-		"; a gang runs whole or not at all, so its other released pods are evicted, and it waits whole again"
+	return preemptedByScheduler(pg, v)
 }
 
 // preemptedByScheduler is a pod of the group that kube-scheduler preempted

@@ -91,7 +91,7 @@ func (c *Controller) syncGroup(ctx context.Context, key scheduling.GroupKey, pg 
 	recoverCounts(next, pods, now)                                   // step 5b, restored.go
 	moreToRecord, deferFor := c.recordFinished(key, next, view, now) // step 5
 	admitted := c.admit(next, view, pods, now)                       // step 6
-	if c.completePartialPreemption(pg, next, view, now) {            // step 6b, partialpreemption.go
+	if c.completePartialPreemption(key, pg, next, view, now) {       // step 6b, partialpreemption.go
 		admitted = false
 	}
 	markScheduled(next, view, now)                        // step 7
