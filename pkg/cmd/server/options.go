@@ -41,6 +41,8 @@ type Options struct {
 	// StandaloneKubeconfig is where standalone mode writes a kubeconfig for
 	// kubectl; empty means <data-dir>/kubeconfig.
 	StandaloneKubeconfig string
+	// WebhookOnly serves the pod webhook alone (webhookonly.go).
+	WebhookOnly bool
 
 	// Controller configures the embedded gang-admission controller.
 	Controller *ControllerOptions
@@ -88,6 +90,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"and writes a kubeconfig (see --standalone-kubeconfig). Never use it on a shared machine.")
 	fs.StringVar(&o.StandaloneKubeconfig, "standalone-kubeconfig", o.StandaloneKubeconfig,
 		"Where --standalone writes its kubeconfig. Defaults to <data-dir>/kubeconfig.")
+	fs.BoolVar(&o.WebhookOnly, "webhook-only", o.WebhookOnly,
+		"Serve only the pod webhook, on --webhook-port and --bind-address, with --tls-cert-file and --tls-private-key-file and "+
+			"--webhook-client-ca-file (each reloaded when it changes): no API, no etcd, no controller and no client of kube-apiserver. "+
+			"The chart's muster-webhook Deployment runs it, so that the webhook shares neither a process nor a memory limit with the "+
+			"controller's caches. Every other flag is ignored.")
 	o.Controller.AddFlags(fs)
 	o.Webhook.AddFlags(fs)
 	o.Certs.AddFlags(fs)
@@ -99,6 +106,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) Complete(flagSet *pflag.FlagSet) error {
 	if flagSet != nil {
 		o.bindAddressSet = flagSet.Changed("bind-address")
+	}
+	if o.WebhookOnly {
+		// No API: no etcd, and no certificate of its own to manage.
+		o.Controller.Enabled = false
+		if o.Certs.Management == "" {
+			o.Certs.Management = CertManagementNone
+		}
+		return nil
 	}
 	if o.Standalone {
 		o.completeStandalone()
@@ -117,6 +132,9 @@ func (o *Options) Complete(flagSet *pflag.FlagSet) error {
 
 // Validate checks the options.
 func (o *Options) Validate() error {
+	if o.WebhookOnly {
+		return utilerrors.NewAggregate(append(o.Webhook.Validate(), o.validateWebhookOnly()...))
+	}
 	errs := o.RecommendedOptions.Validate()
 	errs = append(errs, o.Webhook.Validate()...)
 	errs = append(errs, o.Certs.Validate(o.Standalone, o.certFileGiven())...)

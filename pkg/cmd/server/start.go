@@ -46,8 +46,12 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	return cmd
 }
 
-// Run serves the API until ctx ends. Options must be completed and valid.
+// Run serves the API until ctx ends, or with --webhook-only the webhook
+// alone. Options must be completed and valid.
 func Run(ctx context.Context, o *Options) error {
+	if o.WebhookOnly {
+		return runWebhookOnly(ctx, o)
+	}
 	if o.embeddedEtcdURL != "" {
 		// The embedded etcd stops when Run returns, on any path, and Run
 		// returns only once it has stopped and flushed its data.
@@ -107,14 +111,9 @@ func Run(ctx context.Context, o *Options) error {
 // that cannot serve the webhook must not look healthy.
 func (o *Options) serveWebhook(ctx context.Context, api *genericapiserver.GenericAPIServer, certs dynamiccertificates.CertKeyContentProvider) (context.Context, func(), error) {
 	logger := klog.FromContext(ctx).WithName("webhook")
-	var clientCA dynamiccertificates.CAContentProvider
-	if o.Webhook.ClientCAFile != "" {
-		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("webhook-client-ca", o.Webhook.ClientCAFile)
-		if err != nil {
-			return ctx, nil, fmt.Errorf("loading --webhook-client-ca-file: %w", err)
-		}
-		go ca.Run(ctx, 1)
-		clientCA = ca
+	clientCA, err := o.Webhook.clientCA(ctx)
+	if err != nil {
+		return ctx, nil, err
 	}
 	l, err := o.Webhook.listen(o.RecommendedOptions.SecureServing.BindAddress)
 	if err != nil {

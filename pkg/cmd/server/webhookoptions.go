@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 
 	"github.com/muster-dev/muster/pkg/manifests"
 )
@@ -51,6 +53,20 @@ func (o *WebhookOptions) Validate() []error {
 		}
 	}
 	return errs
+}
+
+// clientCA loads --webhook-client-ca-file, reloaded as it changes until
+// ctx ends; nil when none is given.
+func (o *WebhookOptions) clientCA(ctx context.Context) (dynamiccertificates.CAContentProvider, error) {
+	if o.ClientCAFile == "" {
+		return nil, nil
+	}
+	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("webhook-client-ca", o.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading --webhook-client-ca-file: %w", err)
+	}
+	go ca.Run(ctx, 1)
+	return ca, nil
 }
 
 // enabled reports whether the webhook is served at all.
