@@ -63,7 +63,7 @@ func TestArtifactsMatchBuilder(t *testing.T) {
 	renderedObject(t, "MutatingWebhookConfiguration", ConfigurationName, &mutating)
 	renderedObject(t, "ValidatingWebhookConfiguration", ConfigurationName, &validating)
 	cfg := Config{
-		Service:  &ServiceReference{Namespace: "muster-system", Name: "muster-apiserver", Port: DefaultPort},
+		Service:  &ServiceReference{Namespace: "muster-system", Name: WebhookService, Port: DefaultPort},
 		CABundle: mutating.Webhooks[0].ClientConfig.CABundle,
 	}
 	wantM, err := MutatingWebhookConfiguration(cfg)

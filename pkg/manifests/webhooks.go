@@ -34,8 +34,12 @@ const (
 
 // DefaultPort is the port muster-apiserver serves the webhook on by default
 // (--webhook-port), apart from the API's secure port, and the port of the
-// Service's "webhook" port in the artifacts.
+// Service WebhookService in the artifacts.
 const DefaultPort = 9443
+
+// WebhookService is the chart's Service of the webhook's own Deployment
+// (muster-apiserver --webhook-only), which the configurations call.
+const WebhookService = "muster-webhook"
 
 // timeoutSeconds bounds each call: a pod create waits on the webhook, and
 // with failurePolicy Fail a slow webhook is a failed create.

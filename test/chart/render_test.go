@@ -31,7 +31,8 @@ func TestDefaultRendering(t *testing.T) {
 		"cert-secret":     "muster-system/muster-apiserver-certs",
 		"cert-service":    "muster-system/muster-apiserver",
 		"secure-port":     "8443",
-		"webhook-port":    "9443",
+		"webhook-port":    "0",
+		"cert-extra-sans": "muster-webhook.muster-system.svc,muster-webhook.muster-system.svc.cluster.local",
 	} {
 		if flags[flag] != want {
 			t.Errorf("--%s = %q, want %q", flag, flags[flag], want)
@@ -48,6 +49,7 @@ func TestDefaultRendering(t *testing.T) {
 	if vols := volumeSecrets(t, d); vols["etcd-client"] != "muster-etcd-client" || vols["serving-cert"] != "" {
 		t.Errorf("secret volumes = %v, want etcd-client only", vols)
 	}
+	checkWebhookDeployment(t, objs, "muster-system", "muster-apiserver-certs")
 
 	as := mustFind(t, objs, "APIService", "v1alpha1.scheduling.muster.dev")
 	if _, found, _ := unstructured.NestedString(as.Object, "spec", "caBundle"); found {
@@ -229,6 +231,11 @@ func TestCertManagerRendering(t *testing.T) {
 	if got := volumeSecrets(t, d)["serving-cert"]; got != "muster-apiserver-serving-cert" {
 		t.Errorf("serving-cert volume's Secret = %q", got)
 	}
+	checkWebhookDeployment(t, objs, "muster-system", "muster-apiserver-serving-cert")
+	names, _, _ := unstructured.NestedStringSlice(mustFind(t, objs, "Certificate", "muster-apiserver-serving-cert").Object, "spec", "dnsNames")
+	if !slices.Contains(names, "muster-webhook.muster-system.svc") {
+		t.Errorf("the serving Certificate's dnsNames %v leave out the webhook's Service", names)
+	}
 	for _, o := range []struct{ kind, name string }{
 		{"Role", "muster-apiserver:certificates"}, {"Secret", "muster-etcd-server"}, {"Secret", "muster-etcd-client"},
 	} {
@@ -262,10 +269,16 @@ func TestEverythingSwitchedRendering(t *testing.T) {
 	}
 	mustFind(t, objs, "MutatingAdmissionPolicy", "muster-pod-prepare")
 
+	w := mustFind(t, objs, "Deployment", "muster-webhook")
+	if got := args(t, w)["webhook-client-ca-file"]; got != "/var/run/webhook-client-ca/ca.crt" {
+		t.Errorf("muster-webhook --webhook-client-ca-file = %q", got)
+	}
+	if got := volumeSecrets(t, w)["webhook-client-ca"]; got != "kube-apiserver-webhook-client-ca" {
+		t.Errorf("muster-webhook's webhook-client-ca volume's Secret = %q", got)
+	}
 	d := mustFind(t, objs, "Deployment", "muster-apiserver")
 	flags := args(t, d)
 	for flag, want := range map[string]string{
-		"webhook-client-ca-file": "/var/run/webhook-client-ca/ca.crt",
 		"admission":              "count",
 		"preemption":             "false",
 		"autoscaling":            "off",
@@ -277,8 +290,8 @@ func TestEverythingSwitchedRendering(t *testing.T) {
 			t.Errorf("--%s = %q, want %q", flag, flags[flag], want)
 		}
 	}
-	if got := volumeSecrets(t, d)["webhook-client-ca"]; got != "kube-apiserver-webhook-client-ca" {
-		t.Errorf("webhook-client-ca volume's Secret = %q", got)
+	if _, ok := flags["webhook-client-ca-file"]; ok || volumeSecrets(t, d)["webhook-client-ca"] != "" {
+		t.Error("muster-apiserver, which serves no webhook, is given the webhook's client CA")
 	}
 	if img, _, _ := unstructured.NestedString(container(t, d), "image"); !strings.HasPrefix(img, "muster-apiserver@sha256:") {
 		t.Errorf("image = %q, want it by digest", img)
@@ -361,5 +374,85 @@ func TestPriorityClassQuotasRendering(t *testing.T) {
 	}
 	if !slices.Equal(namespaces, []string{"team-a", "team-b"}) {
 		t.Errorf("ResourceQuotas in %v, want team-a and team-b", namespaces)
+	}
+}
+
+// checkWebhookDeployment: the webhook runs in a Deployment of its own,
+// muster-webhook, as muster-apiserver --webhook-only on the serving
+// certificate's two files alone (not the CAs' keys), with no service
+// account token and no role; its Service is what the webhook
+// configurations call, and muster-apiserver's Service has no webhook port.
+func checkWebhookDeployment(t *testing.T, objs Objects, ns, certSecret string) {
+	t.Helper()
+	w := mustFind(t, objs, "Deployment", "muster-webhook")
+	flags := args(t, w)
+	for flag, want := range map[string]string{
+		"webhook-only":         "",
+		"webhook-port":         "9443",
+		"tls-cert-file":        "/var/run/serving-cert/tls.crt",
+		"tls-private-key-file": "/var/run/serving-cert/tls.key",
+	} {
+		if got, ok := flags[flag]; !ok || got != want {
+			t.Errorf("muster-webhook --%s = %q (%v), want %q", flag, got, ok, want)
+		}
+	}
+	for _, absent := range []string{"etcd-servers", "cert-management", "kubeconfig"} {
+		if v, ok := flags[absent]; ok {
+			t.Errorf("muster-webhook is passed --%s=%s; it has no API", absent, v)
+		}
+	}
+	if got := volumeSecrets(t, w)["serving-cert"]; got != certSecret {
+		t.Errorf("muster-webhook's serving-cert volume is Secret %q, want %q", got, certSecret)
+	}
+	vols, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "volumes")
+	for _, v := range vols {
+		v := v.(map[string]any)
+		if v["name"] != "serving-cert" {
+			continue
+		}
+		items, _, _ := unstructured.NestedSlice(v, "secret", "items")
+		var keys []string
+		for _, it := range items {
+			keys = append(keys, it.(map[string]any)["key"].(string))
+		}
+		if !slices.Equal(keys, []string{"tls.crt", "tls.key"}) {
+			t.Errorf("muster-webhook mounts keys %v of the certificate Secret, want tls.crt and tls.key alone", keys)
+		}
+	}
+	if mount, _, _ := unstructured.NestedBool(w.Object, "spec", "template", "spec", "automountServiceAccountToken"); mount {
+		t.Error("muster-webhook mounts a service account token; it calls no API")
+	}
+	if sa, _, _ := unstructured.NestedString(w.Object, "spec", "template", "spec", "serviceAccountName"); sa != "muster-webhook" {
+		t.Errorf("muster-webhook runs as %q", sa)
+	}
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, b := range objs.OfKind(kind) {
+			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+			for _, s := range subjects {
+				if s.(map[string]any)["name"] == "muster-webhook" {
+					t.Errorf("%s %s binds a role to muster-webhook", kind, b.GetName())
+				}
+			}
+		}
+	}
+	svc := mustFind(t, objs, "Service", "muster-webhook")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(ports) != 1 || ports[0].(map[string]any)["targetPort"] != "webhook" {
+		t.Errorf("Service muster-webhook ports = %v, want the one webhook port", ports)
+	}
+	api := mustFind(t, objs, "Service", "muster-apiserver")
+	if apiPorts, _, _ := unstructured.NestedSlice(api.Object, "spec", "ports"); len(apiPorts) != 1 {
+		t.Errorf("Service muster-apiserver ports = %v, want the API's alone", apiPorts)
+	}
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		hooks, _, _ := unstructured.NestedSlice(mustFind(t, objs, kind, "muster-pod-webhook").Object, "webhooks")
+		for _, h := range hooks {
+			if name, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "name"); name != "muster-webhook" {
+				t.Errorf("%s calls Service %q, want muster-webhook", kind, name)
+			}
+			if got, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "namespace"); got != ns {
+				t.Errorf("%s calls a Service in %q, want %q", kind, got, ns)
+			}
+		}
 	}
 }

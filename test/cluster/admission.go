@@ -73,5 +73,11 @@ func (c *Cluster) WebhookClientTLS() (*tls.Config, error) {
 			return nil, err
 		}
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: c.musterServerName(), MinVersion: tls.VersionTLS12}, nil
+	// The name kube-apiserver verifies: the webhook Service's, where the
+	// chart's muster-webhook serves it.
+	name := c.musterServerName()
+	if c.webhook != nil {
+		name = c.webhookServerName()
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}, nil
 }

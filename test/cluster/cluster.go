@@ -40,7 +40,8 @@ type Cluster struct {
 	// is not run.
 	MusterURL string
 	// MusterWebhookURL is Muster's webhook listener (--webhook-port), which
-	// the webhook configurations point at.
+	// the webhook configurations point at: the chart's muster-webhook
+	// Deployment's process (or the proxy in front of it).
 	MusterWebhookURL string
 
 	musterPort        int
@@ -67,9 +68,12 @@ type Cluster struct {
 	components map[string]*component
 	replicas   []*musterReplica
 	proxy      *serviceProxy
-	// webhookProxy is in front of the replicas' webhook ports.
+	// webhookProxy is in front of the webhook's process (the chart's
+	// muster-webhook), or of the replicas' webhook ports by hand.
 	webhookProxy *serviceProxy
-	stopOnce     sync.Once
+	// webhook is the chart's muster-webhook process; nil by hand.
+	webhook  *webhookProcess
+	stopOnce sync.Once
 
 	// frameworks are the Frameworks whose controllers run (StartFramework).
 	frameworksMu sync.Mutex
@@ -164,7 +168,11 @@ func (c *Cluster) Stop() {
 		c.mu.Lock()
 		procs := c.procs
 		c.procs = nil
+		w := c.webhook
 		c.mu.Unlock()
+		if w != nil {
+			w.stopRefresh()
+		}
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
 		}

@@ -23,10 +23,12 @@ import (
 // account token, and where rest.InClusterConfig reads it.
 const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// ImageReplica is one extra muster-apiserver replica run from the image
-// under an OCI runtime, as a kubelet would run the chart's pod.
+// ImageReplica is one extra replica of the chart's muster-apiserver or
+// muster-webhook Deployment run from the image under an OCI runtime, as a
+// kubelet would run the pod.
 type ImageReplica struct {
-	// URL and WebhookURL are its API's and its webhook's listeners.
+	// URL and WebhookURL are its API's and its webhook's listeners, each
+	// empty when it serves none.
 	URL, WebhookURL string
 	// ID is the container's id in the runtime.
 	ID string
@@ -59,6 +61,57 @@ type ImageReplica struct {
 //
 // The caller stops it with Stop; the cluster does not.
 func (c *Cluster) StartMusterImage(ctx context.Context, layoutDir, ociRuntime string) (*ImageReplica, error) {
+	ports, err := freePorts(musterPorts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.startImage(ctx, layoutDir, ociRuntime, MusterDeployment, func(noWebhook bool) []string {
+		webhook := strconv.Itoa(ports[1])
+		if noWebhook {
+			webhook = "0"
+		}
+		return []string{"--secure-port=" + strconv.Itoa(ports[0]), "--webhook-port=" + webhook}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.musterReady(ctx, r.proc, ports); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting Muster's image: %w", err), r.Stop())
+	}
+	r.URL, r.WebhookURL = c.recordMusterURLs(ports)
+	if !c.currentMusterPod().servesWebhook() {
+		r.WebhookURL = "" // the chart's muster-webhook serves it
+	}
+	return r, nil
+}
+
+// StartWebhookImage runs the image as one more replica of the chart's
+// muster-webhook Deployment, as StartMusterImage does muster-apiserver's:
+// its args and env but for the port and bind address, its Secrets at its
+// mount paths, no service account token (the pod mounts none), and waits
+// until its webhook listener is ready.
+func (c *Cluster) StartWebhookImage(ctx context.Context, layoutDir, ociRuntime string) (*ImageReplica, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.startImage(ctx, layoutDir, ociRuntime, WebhookDeployment, func(bool) []string {
+		return []string{"--webhook-port=" + strconv.Itoa(ports[0])}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.webhookReady(ctx, r.proc, ports[0]); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting Muster's image as the webhook: %w", err), r.Stop())
+	}
+	r.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	return r, nil
+}
+
+// startImage runs the image as a pod of the chart's Deployment deployment,
+// with portArgs (given whether the template serves no webhook) in place
+// of the template's port flags.
+func (c *Cluster) startImage(ctx context.Context, layoutDir, ociRuntime, deployment string, portArgs func(noWebhook bool) []string) (*ImageReplica, error) {
 	runtimePath, err := exec.LookPath(ociRuntime)
 	if err != nil {
 		return nil, fmt.Errorf("%s not found (hack/install-oci-runtime.sh installs it): %w", ociRuntime, err)
@@ -71,20 +124,16 @@ func (c *Cluster) StartMusterImage(ctx context.Context, layoutDir, ociRuntime st
 	if err != nil {
 		return nil, fmt.Errorf("reading the image's config: %w", err)
 	}
-	d, err := c.Client.AppsV1().Deployments(MusterNamespace).Get(ctx, MusterDeployment, metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments(MusterNamespace).Get(ctx, deployment, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("reading the chart's Deployment: %w", err)
+		return nil, fmt.Errorf("reading the chart's Deployment %s: %w", deployment, err)
 	}
-	root, err := os.MkdirTemp(c.WorkDir, "muster-image-")
+	root, err := os.MkdirTemp(c.WorkDir, deployment+"-image-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the container's directory: %w", err)
 	}
-	r := &ImageReplica{ID: "muster-image-" + strconv.FormatInt(time.Now().UnixNano(), 36), runtime: runtimePath, root: root}
-	ports, err := freePorts(musterPorts)
-	if err != nil {
-		return nil, errors.Join(err, r.Stop())
-	}
-	cfg, err := c.containerConfig(ctx, d.Spec.Template.Spec, cf.Config.User, root, ports)
+	r := &ImageReplica{ID: deployment + "-image-" + strconv.FormatInt(time.Now().UnixNano(), 36), runtime: runtimePath, root: root}
+	cfg, err := c.containerConfig(ctx, d.Spec.Template.Spec, cf.Config.User, root, portArgs)
 	if err != nil {
 		return nil, errors.Join(err, r.Stop())
 	}
@@ -96,16 +145,12 @@ func (c *Cluster) StartMusterImage(ctx context.Context, layoutDir, ociRuntime st
 	if r.proc, err = startProcess(r.ID, runtimePath, ocirun.RunArgs(bundle, r.ID), c.logDir()); err != nil {
 		return nil, errors.Join(err, r.Stop())
 	}
-	if err := c.musterReady(ctx, r.proc, ports); err != nil {
-		return nil, errors.Join(fmt.Errorf("starting Muster's image: %w", err), r.Stop())
-	}
-	r.URL, r.WebhookURL = c.recordMusterURLs(ports)
 	return r, nil
 }
 
 // containerConfig turns the chart's pod spec into the container's
 // config, with its volumes and token written under root.
-func (c *Cluster) containerConfig(ctx context.Context, spec corev1.PodSpec, imageUser, root string, ports []int) (ocirun.Config, error) {
+func (c *Cluster) containerConfig(ctx context.Context, spec corev1.PodSpec, imageUser, root string, portArgs func(noWebhook bool) []string) (ocirun.Config, error) {
 	if len(spec.Containers) != 1 {
 		return ocirun.Config{}, fmt.Errorf("the pod has %d containers, the harness runs one", len(spec.Containers))
 	}
@@ -151,17 +196,18 @@ func (c *Cluster) containerConfig(ctx context.Context, spec corev1.PodSpec, imag
 		}
 		cfg.Mounts = append(cfg.Mounts, ocirun.Mount{Source: dir, Destination: serviceAccountMountPath, ReadOnly: true})
 	}
+	noWebhook := false
 	for _, arg := range container.Args {
 		if !isPortFlag(arg) {
 			cfg.Args = append(cfg.Args, arg)
 		}
+		noWebhook = noWebhook || arg == "--webhook-port=0"
 	}
-	cfg.Args = append(cfg.Args,
-		"--secure-port="+strconv.Itoa(ports[0]), "--webhook-port="+strconv.Itoa(ports[1]),
-		// A pod binds every address of its own network namespace; this
-		// container shares the host's, and the harness listens on
-		// loopback only.
-		"--bind-address=127.0.0.1")
+	cfg.Args = append(cfg.Args, portArgs(noWebhook)...)
+	// A pod binds every address of its own network namespace; this
+	// container shares the host's, and the harness listens on loopback
+	// only.
+	cfg.Args = append(cfg.Args, "--bind-address=127.0.0.1")
 	if cfg.Env, err = resolveEnv(container); err != nil {
 		return ocirun.Config{}, err
 	}

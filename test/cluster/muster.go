@@ -71,6 +71,10 @@ const musterPorts = 2
 func (c *Cluster) recordMusterURLs(ports []int) (api, webhook string) {
 	api = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	webhook = fmt.Sprintf("https://127.0.0.1:%d", ports[1])
+	if !c.currentMusterPod().servesWebhook() {
+		// The chart's muster-webhook serves it, whichever replica this is.
+		webhook = c.MusterWebhookURL
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.webhookURLs == nil {
@@ -115,8 +119,12 @@ func (c *Cluster) musterEtcdURL() string {
 	return c.EtcdURL
 }
 
-// musterReady waits for the API's readiness and the webhook listener's.
+// musterReady waits for the API's readiness and the webhook listener's,
+// where the process serves one.
 func (c *Cluster) musterReady(ctx context.Context, p *process, ports []int) error {
+	if !c.currentMusterPod().servesWebhook() {
+		ports = ports[:1]
+	}
 	return p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
 		pool, err := c.musterTrust(ctx)
 		if err != nil {

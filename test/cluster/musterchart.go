@@ -15,12 +15,15 @@ import (
 )
 
 // startMusterFromChart installs charts/muster with helm and runs the
-// chart's pod as Options.MusterReplicas processes: one serves the
-// Service's ports itself; several sit behind proxies that serve them, as
-// a Service spreads connections over its endpoints.
+// chart's muster-apiserver pod as Options.MusterReplicas processes: one
+// serves the Service's port itself; several sit behind a proxy that
+// serves it, as a Service spreads connections over its endpoints. The
+// chart's muster-webhook pod runs as one more process, on the webhook
+// Service's port (behind a proxy of its own with several API replicas, so
+// that an upgrade can roll it).
 func (c *Cluster) startMusterFromChart(ctx context.Context) error {
 	n := c.opts.MusterReplicas
-	all, err := freePorts(musterPorts * n)
+	all, err := freePorts(musterPorts*n + 1)
 	if err != nil {
 		return err
 	}
@@ -28,25 +31,30 @@ func (c *Cluster) startMusterFromChart(ctx context.Context) error {
 	for i := range n {
 		replicaPorts[i] = all[musterPorts*i : musterPorts*(i+1)]
 	}
-	apiPort, webhookPort := replicaPorts[0][0], replicaPorts[0][1]
+	webhookProcPort := all[len(all)-1]
+	apiPort, webhookPort := replicaPorts[0][0], webhookProcPort
 	if n > 1 {
-		var addrs, webhookAddrs []string
+		var addrs []string
 		for _, ports := range replicaPorts {
 			addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", ports[0]))
-			webhookAddrs = append(webhookAddrs, fmt.Sprintf("127.0.0.1:%d", ports[1]))
 		}
 		if c.proxy, err = newServiceProxy(addrs); err != nil {
 			return fmt.Errorf("starting the proxy in front of Muster's replicas: %w", err)
 		}
-		if c.webhookProxy, err = newServiceProxy(webhookAddrs); err != nil {
-			return fmt.Errorf("starting the proxy in front of Muster's webhooks: %w", err)
+		if c.webhookProxy, err = newServiceProxy([]string{fmt.Sprintf("127.0.0.1:%d", webhookProcPort)}); err != nil {
+			return fmt.Errorf("starting the proxy in front of Muster's webhook: %w", err)
 		}
+		c.webhookProxy.setReady(0, true)
 		apiPort, webhookPort = c.proxy.port(), c.webhookProxy.port()
 	}
+	c.MusterWebhookURL = fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
 	if err := c.installChart(ctx, apiPort, webhookPort); err != nil {
 		return err
 	}
 	if err := c.exposeMusterService(ctx); err != nil {
+		return err
+	}
+	if err := c.exposeWebhookService(ctx); err != nil {
 		return err
 	}
 	pod, err := c.readMusterPod(ctx)
@@ -54,6 +62,28 @@ func (c *Cluster) startMusterFromChart(ctx context.Context) error {
 		return err
 	}
 	c.setMusterPod(pod)
+	if err := c.startMusterReplicasFromChart(ctx, n, replicaPorts); err != nil {
+		return err
+	}
+	// Its serving certificate is in the Secret the replicas write: a
+	// kubelet leaves the pod in ContainerCreating until then.
+	webhookPod, err := c.readWebhookPod(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := c.startWebhook(ctx, webhookPod, WebhookDeployment, webhookProcPort)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.webhook = w
+	c.mu.Unlock()
+	return nil
+}
+
+// startMusterReplicasFromChart runs the chart's muster-apiserver pod as n
+// processes on replicaPorts.
+func (c *Cluster) startMusterReplicasFromChart(ctx context.Context, n int, replicaPorts [][]int) error {
 	for i, ports := range replicaPorts {
 		name := "muster-apiserver"
 		if i > 0 {
@@ -71,15 +101,15 @@ func (c *Cluster) startMusterFromChart(ctx context.Context) error {
 		if n == 1 {
 			c.setMuster(p)
 			c.musterPort, c.musterWebhookPort = ports[0], ports[1]
-			c.MusterURL, c.MusterWebhookURL = c.recordMusterURLs(ports)
+			c.MusterURL, _ = c.recordMusterURLs(ports)
 			return nil
 		}
 		c.track(p)
 		c.replicas = append(c.replicas, &musterReplica{name: name, port: ports[0], webhookPort: ports[1], proc: p})
 	}
 	c.setReplicaReady(-1, true)
-	c.musterPort, c.musterWebhookPort = apiPort, webhookPort
-	c.MusterURL, c.MusterWebhookURL = c.recordMusterURLs([]int{apiPort, webhookPort})
+	c.musterPort = c.proxy.port()
+	c.MusterURL, _ = c.recordMusterURLs([]int{c.musterPort, 0})
 	return nil
 }
 

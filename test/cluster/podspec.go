@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -38,6 +39,15 @@ type podProcess struct {
 	// preStop is the container's preStop sleep: how long an old process
 	// keeps serving once a rolling update has replaced its endpoint.
 	preStop time.Duration
+	// noWebhook says that the template serves no webhook
+	// (--webhook-port=0): the chart's muster-webhook Deployment does.
+	noWebhook bool
+	// volumes and mounts are the template's, and root where they are
+	// written, so that a Secret's change can be written again, as the
+	// kubelet updates a Secret volume (refreshMounts).
+	volumes []corev1.Volume
+	mounts  []corev1.VolumeMount
+	root    string
 }
 
 // portFlags are the flags of the listening ports, which the harness sets
@@ -87,18 +97,22 @@ func (c *Cluster) podProcessFor(ctx context.Context, spec corev1.PodSpec, root s
 	if err != nil {
 		return nil, "", err
 	}
-	pp := &podProcess{}
+	pp := &podProcess{volumes: spec.Volumes, mounts: container.VolumeMounts, root: root}
 	if l := container.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.Sleep != nil {
 		pp.preStop = time.Duration(l.PreStop.Sleep.Seconds) * time.Second
 	}
 	for _, arg := range container.Args {
 		if isPortFlag(arg) {
+			pp.noWebhook = pp.noWebhook || arg == "--webhook-port=0"
 			continue
 		}
 		pp.args = append(pp.args, rewriteMountPath(arg, mounts))
 	}
 	if pp.env, err = resolveEnv(container); err != nil {
 		return nil, "", err
+	}
+	if a := spec.AutomountServiceAccountToken; a != nil && !*a {
+		return pp, "", nil // no token mounted: it calls no API
 	}
 	kubeconfig, err := c.podTokenKubeconfig(ctx, root, spec.ServiceAccountName)
 	if err != nil {
@@ -136,12 +150,21 @@ func isPortFlag(arg string) bool {
 	return false
 }
 
-// command is the process's arguments on ports (API, webhook).
+// command is the process's arguments on ports (API, webhook). A template
+// that serves no webhook keeps --webhook-port=0.
 func (pp *podProcess) command(ports []int) []string {
 	args := append([]string{}, pp.args...)
-	args = append(args, "--secure-port="+strconv.Itoa(ports[0]), "--webhook-port="+strconv.Itoa(ports[1]))
+	webhook := strconv.Itoa(ports[1])
+	if pp.noWebhook {
+		webhook = "0"
+	}
+	args = append(args, "--secure-port="+strconv.Itoa(ports[0]), "--webhook-port="+webhook)
 	return append(args, pp.inCluster...)
 }
+
+// servesWebhook says whether a process of the template serves the webhook
+// (the chart's muster-apiserver does not: muster-webhook does).
+func (pp *podProcess) servesWebhook() bool { return pp == nil || !pp.noWebhook }
 
 // materialiseMounts writes each mounted volume under root, as the kubelet
 // projects it into the pod, and returns mount path -> local directory.
@@ -226,7 +249,17 @@ func writeVolume(dir string, files map[string][]byte, items []corev1.KeyToPath) 
 		if !ok {
 			return fmt.Errorf("no key %s", key)
 		}
-		if err := os.WriteFile(filepath.Join(dir, path), data, 0o600); err != nil {
+		// Whole files, as the kubelet swaps a volume's contents: a process
+		// that reloads them never reads half of one.
+		dst := filepath.Join(dir, path)
+		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		tmp := dst + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, dst); err != nil {
 			return err
 		}
 	}

@@ -58,13 +58,17 @@ func (c *Cluster) startMusterReplicas(ctx context.Context) error {
 	return nil
 }
 
-// setReplicaReady puts replica i (every replica for -1) into both proxies,
-// or takes it out.
+// setReplicaReady puts replica i (every replica for -1) into the proxies,
+// or takes it out: the webhook proxy's too where the replicas serve the
+// webhook (by hand), not where the chart's muster-webhook does.
 func (c *Cluster) setReplicaReady(i int, ready bool) {
+	servesWebhook := c.currentMusterPod().servesWebhook()
 	for j := range c.replicas {
 		if i == -1 || i == j {
 			c.proxy.setReady(j, ready)
-			c.webhookProxy.setReady(j, ready)
+			if servesWebhook {
+				c.webhookProxy.setReady(j, ready)
+			}
 		}
 	}
 }

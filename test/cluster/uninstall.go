@@ -134,7 +134,7 @@ func retryOnConflict(ctx context.Context, f func() error) error {
 }
 
 // stopMusterWithDeployment stops every Muster process once the chart's
-// Deployment is gone.
+// Deployment is gone (helm deletes muster-webhook's with it).
 func (c *Cluster) stopMusterWithDeployment(ctx context.Context) error {
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		_, err := c.Client.AppsV1().Deployments(MusterNamespace).Get(ctx, MusterDeployment, metav1.GetOptions{})
@@ -151,6 +151,10 @@ func (c *Cluster) stopMusterWithDeployment(ctx context.Context) error {
 	}
 	for _, r := range c.replicas {
 		procs = append(procs, r.proc)
+	}
+	if c.webhook != nil {
+		c.webhook.stopRefresh()
+		procs = append(procs, c.webhook.proc)
 	}
 	c.mu.Unlock()
 	for _, p := range procs {

@@ -34,9 +34,16 @@ func (c *Cluster) HelmUpgrade(ctx context.Context, chart string, values map[stri
 	if out, err := c.Helm(ctx, "upgrade", ReleaseName, chart, "--values", path); err != nil {
 		return false, fmt.Errorf("upgrading the chart: %w\n%s", err, out)
 	}
-	// helm may have put the chart's Service back as it renders it.
+	// helm may have put the chart's Services back as it renders them.
 	if err := c.exposeMusterService(ctx); err != nil {
 		return false, err
+	}
+	if err := c.exposeWebhookService(ctx); err != nil {
+		return false, err
+	}
+	rolledWebhook, err := c.rollWebhook(ctx)
+	if err != nil {
+		return rolledWebhook, err
 	}
 	old := c.currentMusterPod()
 	d, err := c.Client.AppsV1().Deployments(MusterNamespace).Get(ctx, MusterDeployment, metav1.GetOptions{})
@@ -44,7 +51,7 @@ func (c *Cluster) HelmUpgrade(ctx context.Context, chart string, values map[stri
 		return false, fmt.Errorf("reading the chart's Deployment: %w", err)
 	}
 	if d.Generation == old.generation {
-		return false, nil
+		return rolledWebhook, nil
 	}
 	pod, err := c.readMusterPod(ctx)
 	if err != nil {
@@ -74,7 +81,9 @@ func (c *Cluster) rollReplica(ctx context.Context, i int, pod *podProcess) error
 	r.proc, r.port, r.webhookPort = p, ports[0], ports[1]
 	c.mu.Unlock()
 	c.proxy.setBackend(i, fmt.Sprintf("127.0.0.1:%d", ports[0]))
-	c.webhookProxy.setBackend(i, fmt.Sprintf("127.0.0.1:%d", ports[1]))
+	if pod.servesWebhook() {
+		c.webhookProxy.setBackend(i, fmt.Sprintf("127.0.0.1:%d", ports[1]))
+	}
 	c.setReplicaReady(i, true)
 	// The old pod's preStop sleep: it keeps serving while the clients
 	// that hold connections to it move to the new endpoint.

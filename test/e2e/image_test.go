@@ -28,17 +28,18 @@ import (
 )
 
 // TestImageServesChartArguments runs the image `make image` built (the
-// OCI layout in MUSTER_IMAGE_LAYOUT) under runc as one more replica of the
-// chart's Deployment, as a kubelet would run the pod: the chart's args and
-// env, its Secrets at its own mount paths, the service account token where
-// the in-cluster config reads it, the image's user and entrypoint on a
-// read-only root. The replica must run as the image's user with exactly
-// the chart's args, answer /readyz on both listeners over TLS verified
-// with the CA Muster keeps in its Secret, serve PodGroups written through
-// the aggregator to an authenticated client (delegated authentication and
-// authorization through its in-cluster credentials) and refuse an
-// anonymous one, and answer the pod webhook for kube-apiserver's client
-// certificate.
+// OCI layout in MUSTER_IMAGE_LAYOUT) under runc as one more replica of
+// each of the chart's Deployments, muster-apiserver and muster-webhook, as
+// a kubelet would run their pods: the chart's args and env, their Secrets
+// at their own mount paths, the service account token where the
+// in-cluster config reads it (muster-webhook mounts none), the image's
+// user and entrypoint on a read-only root. Each replica must run as the
+// image's user with exactly the chart's args; the API's must answer
+// /readyz over TLS verified with the CA Muster keeps in its Secret, serve
+// PodGroups written through the aggregator to an authenticated client
+// (delegated authentication and authorization through its in-cluster
+// credentials) and refuse an anonymous one; the webhook's must answer its
+// /readyz and the pod webhook for kube-apiserver's client certificate.
 func TestImageServesChartArguments(t *testing.T) {
 	layoutDir := os.Getenv("MUSTER_IMAGE_LAYOUT")
 	if layoutDir == "" {
@@ -62,27 +63,41 @@ func TestImageServesChartArguments(t *testing.T) {
 			t.Errorf("stopping the container: %v", err)
 		}
 	})
-	t.Logf("the image's replica (container %s) was ready in %v at %s and %s", r.ID, time.Since(start).Round(time.Millisecond), r.URL, r.WebhookURL)
+	t.Logf("the image's muster-apiserver replica (container %s) was ready in %v at %s", r.ID, time.Since(start).Round(time.Millisecond), r.URL)
+	start = time.Now()
+	hook, err := env.StartWebhookImage(ctx, layoutDir, ociRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hook.Stop(); err != nil {
+			t.Errorf("stopping the webhook's container: %v", err)
+		}
+	})
+	t.Logf("the image's muster-webhook replica (container %s) was ready in %v at %s", hook.ID, time.Since(start).Round(time.Millisecond), hook.WebhookURL)
 
-	checkImageProcess(t, ctx, r, layoutDir)
+	checkImageProcess(t, ctx, r, layoutDir, cluster.MusterDeployment, "--secure-port="+urlPort(t, r.URL), "--webhook-port=0")
+	checkImageProcess(t, ctx, hook, layoutDir, cluster.WebhookDeployment, "--webhook-port="+urlPort(t, hook.WebhookURL))
 	cfg, err := env.MusterConfig(r.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkImageReadyz(t, ctx, cfg, r.WebhookURL)
+	checkImageReadyz(t, ctx, cfg, hook.WebhookURL)
 	checkImageServesPodGroups(t, ctx, cfg)
-	checkImageWebhook(t, ctx, r.WebhookURL)
-	if !r.Running() {
-		t.Errorf("the container exited during the test:\n%s", r.Log())
+	checkImageWebhook(t, ctx, hook.WebhookURL)
+	for _, c := range []*cluster.ImageReplica{r, hook} {
+		if !c.Running() {
+			t.Errorf("the container %s exited during the test:\n%s", c.ID, c.Log())
+		}
 	}
 }
 
 // checkImageProcess checks the container's process: the image's user and
-// group, a read-only root, and exactly the chart container's args after
-// the image's entrypoint, then the ports and bind address the harness
-// sets per replica. No kubeconfig flag: the server reads the in-cluster
-// config.
-func checkImageProcess(t *testing.T, ctx context.Context, r *cluster.ImageReplica, layoutDir string) {
+// group, a read-only root, and exactly the args of the container of the
+// chart's Deployment deployment after the image's entrypoint, then the
+// ports the harness sets per replica and the bind address. No kubeconfig
+// flag: the server reads the in-cluster config.
+func checkImageProcess(t *testing.T, ctx context.Context, r *cluster.ImageReplica, layoutDir, deployment string, ports ...string) {
 	t.Helper()
 	img, err := ocirun.HostImage(layoutDir)
 	if err != nil {
@@ -124,7 +139,7 @@ func checkImageProcess(t *testing.T, ctx context.Context, r *cluster.ImageReplic
 		t.Errorf("the container's root is mounted %v, want ro", opts)
 	}
 
-	d, err := kube.AppsV1().Deployments(cluster.MusterNamespace).Get(ctx, cluster.MusterDeployment, metav1.GetOptions{})
+	d, err := kube.AppsV1().Deployments(cluster.MusterNamespace).Get(ctx, deployment, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +149,7 @@ func checkImageProcess(t *testing.T, ctx context.Context, r *cluster.ImageReplic
 			want = append(want, arg)
 		}
 	}
-	want = append(want, "--secure-port="+urlPort(t, r.URL), "--webhook-port="+urlPort(t, r.WebhookURL), "--bind-address=127.0.0.1")
+	want = append(append(want, ports...), "--bind-address=127.0.0.1")
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		t.Fatal(err)

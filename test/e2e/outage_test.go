@@ -12,9 +12,12 @@ import (
 )
 
 // TestMusterOutage: while no muster-apiserver replica answers,
-//   - labelled pod creates are refused (the webhook's failurePolicy is
-//     Fail: a pod created then would escape the gang) and other pods are
-//     created as usual;
+//   - labelled pod creates still go through, gated: the webhook is the
+//     chart's muster-webhook Deployment, apart from the API and the
+//     controller, so their outage (an OOM, a crash) refuses no create;
+//     once the webhook is down too, labelled pod creates are refused (its
+//     failurePolicy is Fail: a pod created then would escape the gang) and
+//     other pods are created as usual;
 //   - namespace deletion waits: the namespace controller must delete every
 //     namespaced resource of every API group, and cannot list Muster's
 //     while its APIService is unavailable, so the namespace stays
@@ -23,7 +26,8 @@ import (
 //   - a deleted running pod stays Terminating on Muster's finalizer, so
 //     that its end is still counted.
 //
-// Once Muster is back, all three go through without anyone's help.
+// Once Muster is back, all three go through without anyone's help, and
+// the pod created while the API was down is counted in its gang.
 func TestMusterOutage(t *testing.T) {
 	ctx := testContext(t, 4*time.Minute)
 	ns := namespace(t, ctx)
@@ -48,9 +52,25 @@ func TestMusterOutage(t *testing.T) {
 		return err != nil, nil
 	})
 
-	_, err := kube.CoreV1().Pods(ns).Create(ctx, newPod(ns, "labelled", podOpts{group: "gang"}), metav1.CreateOptions{})
+	during, err := kube.CoreV1().Pods(ns).Create(ctx, newPod(ns, "during", podOpts{group: "gang"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Errorf("labelled pod create while the API is down and the webhook up: %v, want it created", err)
+	} else if !isGated(during) || !hasTrackingFinalizer(during) {
+		t.Errorf("the pod created while the API was down has gates %v and finalizers %v, want Muster's gate and finalizer",
+			during.Spec.SchedulingGates, during.Finalizers)
+	}
+	env.KillWebhook()
+	webhookRestarted := false
+	t.Cleanup(func() {
+		if !webhookRestarted {
+			if err := env.RestartWebhook(context.Background()); err != nil {
+				t.Errorf("restarting the webhook: %v", err)
+			}
+		}
+	})
+	_, err = kube.CoreV1().Pods(ns).Create(ctx, newPod(ns, "labelled", podOpts{group: "gang"}), metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
-		t.Errorf("labelled pod create while Muster is down: %v, want the webhook's failure", err)
+		t.Errorf("labelled pod create while the webhook is down: %v, want the webhook's failure", err)
 	}
 	if _, err := kube.CoreV1().Pods(ns).Create(ctx, newPod(ns, "plain", podOpts{}), metav1.CreateOptions{}); err != nil {
 		t.Errorf("unlabelled pod create while Muster is down: %v", err)
@@ -79,6 +99,10 @@ func TestMusterOutage(t *testing.T) {
 	}
 
 	began := time.Now()
+	if err := env.RestartWebhook(ctx); err != nil {
+		t.Fatalf("restarting the webhook: %v", err)
+	}
+	webhookRestarted = true
 	if err := env.RestartMuster(ctx); err != nil {
 		t.Fatalf("restarting Muster: %v", err)
 	}
@@ -92,10 +116,11 @@ func TestMusterOutage(t *testing.T) {
 	} else {
 		t.Logf("namespace %s deleted %s after Muster came back", bystander, took.Round(time.Millisecond))
 	}
-	waitFor(t, ctx, "the deleted pod to be gone and counted", func(ctx context.Context) (bool, error) {
+	waitFor(t, ctx, "the deleted pod to be gone and counted, and the pod created meanwhile released", func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Pods(ns).Get(ctx, "g-0", metav1.GetOptions{})
 		pg, gerr := getGroup(ctx, ns, "gang")
-		return isNotFound(err) && gerr == nil && pg.Status.Failed == 1, nil
+		p, perr := kube.CoreV1().Pods(ns).Get(ctx, "during", metav1.GetOptions{})
+		return isNotFound(err) && gerr == nil && pg.Status.Failed == 1 && perr == nil && !isGated(p), nil
 	})
 	createPod(t, ctx, newPod(ns, "labelled", podOpts{group: "gang"}))
 }

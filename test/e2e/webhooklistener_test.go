@@ -134,7 +134,7 @@ func TestSlowWebhookClientsDoNotFailPodCreates(t *testing.T) {
 
 // TestWebhookStaysReadyWhileMusterEtcdIsDown kills Muster's own etcd, on a
 // cluster of its own, and while it is down checks that the readiness probe
-// of the chart's Deployment keeps passing (so the replica stays
+// of the chart's muster-webhook Deployment keeps passing (so its pods stay
 // in the webhook Service's endpoints) and that labelled pods are created,
 // gated, through kube-apiserver. The API's /readyz fails meanwhile: the
 // outage is real.
@@ -202,8 +202,8 @@ func TestWebhookStaysReadyWhileMusterEtcdIsDown(t *testing.T) {
 }
 
 // readinessProbeURL is the URL, on the local cluster's Muster, of the
-// readinessProbe of the chart's Deployment (dist/muster.yaml): its named port "https"
-// is the API's port, "webhook" the webhook listener's.
+// readinessProbe of the chart's muster-webhook Deployment
+// (dist/muster.yaml): its named port "webhook" is the webhook listener's.
 func readinessProbeURL(t *testing.T, c *cluster.Cluster) string {
 	t.Helper()
 	root, err := cluster.RepoRoot()
@@ -214,9 +214,9 @@ func readinessProbeURL(t *testing.T, c *cluster.Cluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := objs.Find("Deployment", "muster-apiserver")
+	u := objs.Find("Deployment", cluster.WebhookDeployment)
 	if u == nil {
-		t.Fatal("dist/muster.yaml has no Deployment muster-apiserver")
+		t.Fatalf("dist/muster.yaml has no Deployment %s", cluster.WebhookDeployment)
 	}
 	var d appsv1.Deployment
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
@@ -226,7 +226,7 @@ func readinessProbeURL(t *testing.T, c *cluster.Cluster) string {
 	if probe == nil || probe.HTTPGet == nil {
 		t.Fatal("the Deployment has no HTTP readiness probe")
 	}
-	bases := map[string]string{"https": c.MusterURL, "webhook": c.MusterWebhookURL}
+	bases := map[string]string{"webhook": c.MusterWebhookURL}
 	base, ok := bases[probe.HTTPGet.Port.String()]
 	if !ok {
 		names := make([]string, 0, len(bases))

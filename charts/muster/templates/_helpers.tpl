@@ -27,6 +27,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 muster-apiserver.{{ .Release.Namespace }}.svc
 {{- end }}
 
+{{/* The webhook Service's DNS name, which the serving certificate carries too. */}}
+{{- define "muster.webhookServiceHost" -}}
+muster-webhook.{{ .Release.Namespace }}.svc
+{{- end }}
+
+{{/* The serving certificate's Secret and its key and certificate items. */}}
+{{- define "muster.servingCertSecret" -}}
+{{- if eq .Values.certificates.mode "internal" -}}
+{{ .Values.certificates.internal.secretName }}
+{{- else -}}
+muster-apiserver-serving-cert
+{{- end -}}
+{{- end }}
+
 {{/* Namespaces Muster leaves alone: kube-system, its own, and any listed. */}}
 {{- define "muster.excludedNamespaces" -}}
 {{- $ns := list "kube-system" .Release.Namespace -}}

@@ -96,8 +96,8 @@ func (o *CertOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.APIService, "cert-apiservice", o.APIService,
 		"APIService whose spec.caBundle Muster keeps (--cert-management=internal); empty leaves it alone.")
 	fs.StringVar(&o.WebhookConfigurations, "cert-webhook-configurations", o.WebhookConfigurations,
-		"Name of the mutating and the validating webhook configuration whose caBundles Muster keeps (--cert-management=internal); "+
-			"empty leaves them alone.")
+		"Name of the mutating and the validating webhook configuration whose caBundles Muster keeps (--cert-management=internal), "+
+			"also with --webhook-port=0: the webhook's own Deployment (--webhook-only) serves the same certificate. Empty leaves them alone.")
 }
 
 // complete resolves an empty --cert-management: internal in a pod that was
@@ -166,7 +166,10 @@ func (o *CertOptions) names() certs.Names {
 }
 
 // newManager builds the manager from the server's client configuration.
-func (o *CertOptions) newManager(kubeConfig *rest.Config, webhook bool) error {
+// It keeps the webhook configurations' caBundle whether or not this
+// replica serves the webhook: the chart's muster-webhook Deployment serves
+// the same certificate, from the same Secret.
+func (o *CertOptions) newManager(kubeConfig *rest.Config) error {
 	cfg := rest.CopyConfig(kubeConfig)
 	kube, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "muster-apiserver-certificates"))
 	if err != nil {
@@ -177,10 +180,7 @@ func (o *CertOptions) newManager(kubeConfig *rest.Config, webhook bool) error {
 		return fmt.Errorf("creating dynamic client for certificates: %w", err)
 	}
 	ns, name, _ := splitRef(o.Secret)
-	targets := certs.Targets{APIService: o.APIService}
-	if webhook {
-		targets.WebhookConfigurations = o.WebhookConfigurations
-	}
+	targets := certs.Targets{APIService: o.APIService, WebhookConfigurations: o.WebhookConfigurations}
 	o.manager = certs.New(kube, dyn, ns, name, certs.Config{Names: o.names(), Lifetime: o.Lifetime, CALifetime: o.CALifetime}, targets, o.content)
 	return nil
 }

@@ -202,7 +202,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		}
 	}
 	if o.Certs.internal() {
-		if err := o.Certs.newManager(cfg.ClientConfig, o.Webhook.enabled()); err != nil {
+		if err := o.Certs.newManager(cfg.ClientConfig); err != nil {
 			return nil, err
 		}
 	}
