@@ -279,12 +279,12 @@ func TestEverythingSwitchedRendering(t *testing.T) {
 	d := mustFind(t, objs, "Deployment", "muster-apiserver")
 	flags := args(t, d)
 	for flag, want := range map[string]string{
-		"admission":              "count",
-		"preemption":             "false",
-		"autoscaling":            "off",
-		"namespace-selector":     "kubernetes.io/metadata.name notin (kube-system,gangs,monitoring)",
-		"etcd-servers":           "https://muster-etcd.gangs.svc:2379",
-		"cert-secret":            "gangs/muster-apiserver-certs",
+		"admission":          "count",
+		"preemption":         "false",
+		"autoscaling":        "off",
+		"namespace-selector": "kubernetes.io/metadata.name notin (kube-system,gangs,monitoring)",
+		"etcd-servers":       "https://muster-etcd.gangs.svc:2379",
+		"cert-secret":        "gangs/muster-apiserver-certs",
 	} {
 		if flags[flag] != want {
 			t.Errorf("--%s = %q, want %q", flag, flags[flag], want)
