@@ -177,6 +177,7 @@ func (c *Cluster) rollWebhook(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	c.webhook = next
 	c.mu.Unlock()
+	klog.FromContext(ctx).Info("Rolled the webhook", "port", next.port, "generation", pod.generation, "stoppingOldAfter", old.pod.preStop)
 	time.Sleep(old.pod.preStop)
 	old.stopWebhook(false)
 	c.untrack(old.proc)
