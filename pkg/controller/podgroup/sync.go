@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 		if !c.managedNamespace(namespace) {
 			return 0, c.releaseUnmanaged(ctx, key, pods)
 		}
-		return 0, c.syncMissingGroup(ctx, namespace, name, pods)
+		return c.syncMissingGroup(ctx, namespace, name, pods)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reading PodGroup %s: %w", key, err)
