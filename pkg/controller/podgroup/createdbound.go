@@ -115,11 +115,11 @@ type createdGroups struct {
 	// fill time, and never grows with the namespaces there ever were.
 	buckets   map[string]*rate.Limiter
 	lastSweep time.Time
-	// turns are the times that groups paced by their bucket may be created.
-	// Each group takes one token once, when it first waits, and comes back
-	// when its turn is due: so N waiting groups cost N syncs, not N every
-	// time a token comes. A turn goes with its group's creation, or when
-	// no pod waits for the group any more (forget).
+	// turns are the times from which groups may be created: each group
+	// takes one token, once, and a group paced by its bucket comes back
+	// when its turn is due, so N waiting groups cost N syncs, not N every
+	// time a token comes. A turn goes when its group exists (the informer
+	// brings it) or no pod waits for it any more (forget).
 	turns map[scheduling.GroupKey]time.Time
 	// waiting holds, per namespace, the groups held at the bound: the
 	// PodGroup delete handler requeues them (releaseWaiting), and a sync
@@ -146,10 +146,11 @@ func newCreatedGroups(cfg Config) *createdGroups {
 }
 
 // take returns how long the group of key must wait for its namespace's
-// bucket: 0 lets it be created now. A token is spent by every creation
-// attempted, the failed ones too, since rate.Reservation cannot give one
-// back once its time has passed; an attempt that fails is retried by the
-// queue with its own backoff.
+// bucket: 0 lets it be created now. A group spends one token however often
+// its create is tried: a create that fails (over its namespace's quota,
+// say) is retried with the queue's backoff, which growing as it should
+// needs syncs that return the error, not a wait for a token that would
+// reset it.
 func (g *createdGroups) take(key scheduling.GroupKey, now time.Time) time.Duration {
 	if g.qps <= 0 {
 		return 0
@@ -160,8 +161,7 @@ func (g *createdGroups) take(key scheduling.GroupKey, now time.Time) time.Durati
 		if now.Before(due) {
 			return due.Sub(now) // woken early, by one of its pods
 		}
-		delete(g.turns, key)
-		return 0
+		return 0 // paid
 	}
 	g.sweep(now)
 	b := g.buckets[key.Namespace]
@@ -171,9 +171,7 @@ func (g *createdGroups) take(key scheduling.GroupKey, now time.Time) time.Durati
 	}
 	// Validation keeps the burst at 1 or more, so the reservation is OK.
 	delay := b.ReserveN(now, 1).DelayFrom(now)
-	if delay > 0 {
-		g.turns[key] = now.Add(delay)
-	}
+	g.turns[key] = now.Add(delay)
 	return delay
 }
 

@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -185,6 +187,9 @@ func TestGroupHeldAtTheBoundIsCreatedOnceAGroupGoes(t *testing.T) {
 		t.Errorf("group %s not created once a group of its namespace went", held)
 	}
 	wantEvents(t, h.events(), "Normal PodGroupCreated created PodGroup new")
+	h.observe()
+	obj, _, _ := h.groups.GetByKey("ns/new")
+	h.c.addPodGroup(obj) // as the informer brings it
 	if b, tu, w := h.c.created.sizes(); tu != 0 || w != 0 {
 		t.Errorf("kept %d buckets, %d turns and %d waiting namespaces; want no turn and no waiting group left", b, tu, w)
 	}
@@ -193,7 +198,9 @@ func TestGroupHeldAtTheBoundIsCreatedOnceAGroupGoes(t *testing.T) {
 func TestCreatedGroupRate(t *testing.T) {
 	type step struct {
 		after time.Duration // the clock moves by this first
-		sync  string
+		// failCreate makes the create of this step fail, as over quota.
+		failCreate bool
+		sync       string
 		// created says whether the group exists after the sync, and retry
 		// is when the sync asks to be run again.
 		created bool
@@ -231,6 +238,15 @@ func TestCreatedGroupRate(t *testing.T) {
 		},
 		refusedNow: 3,
 	}, {
+		name: "a create that fails is retried with the queue's backoff, not paced again: a group spends one token",
+		qps:  0.001, burst: 1,
+		steps: []step{
+			{sync: "ns/g1", failCreate: true},
+			{after: time.Second, sync: "ns/g1", created: true},
+			{sync: "ns/g2", retry: every - time.Second},
+		},
+		refusedNow: 1,
+	}, {
 		name: "a qps of 0 sets no rate",
 		qps:  0, burst: 0,
 		steps: []step{
@@ -252,6 +268,16 @@ func TestCreatedGroupRate(t *testing.T) {
 				h.clock.Step(s.after)
 				h.observe()
 				key := gk(s.sync)
+				if s.failCreate {
+					h.muster.PrependReactor("create", "podgroups", func(k8sAction) (bool, runtime.Object, error) {
+						return true, nil, apierrors.NewForbidden(podGroupsGVR.GroupResource(), key.Name, errors.New("exceeded quota"))
+					})
+					if _, err := h.c.sync(t.Context(), key); err == nil {
+						t.Fatalf("step %d, %s: a failed create returned no error, for the queue's backoff", i, key)
+					}
+					h.muster.ReactionChain = h.muster.ReactionChain[1:]
+					continue
+				}
 				if got := h.syncKey(key); got != s.retry {
 					t.Errorf("step %d, %s: retry after %s, want %s", i, key, got, s.retry)
 				}
@@ -295,12 +321,13 @@ func TestCreatedGroupsMemoryIsBounded(t *testing.T) {
 		t.Fatalf("second group waits %s, want 10s", d)
 	}
 	g.take(gk("x/g"), t0.Add(10*time.Second)) // sweeps
-	if b, turns, _ := g.sizes(); b != 2 || turns != 1 {
-		t.Errorf("buckets %d, turns %d; want a bucket with a turn reserved kept", b, turns)
+	if b, _, _ := g.sizes(); b != 2 {
+		t.Errorf("buckets %d; want the bucket with a turn reserved kept beside the new one", b)
 	}
 	g.markWaiting(gk("ns/g3"))
-	g.forget(gk("ns/g2"))
-	g.forget(gk("ns/g3"))
+	for _, k := range []string{"ns/g1", "ns/g2", "ns/g3", "x/g"} {
+		g.forget(gk(k))
+	}
 	if _, turns, waiting := g.sizes(); turns != 0 || waiting != 0 {
 		t.Errorf("turns %d, waiting namespaces %d after forget; want none", turns, waiting)
 	}
