@@ -13,6 +13,7 @@ import (
 var defaultMirrors = []string{
 	"namespace-selector", "admission", "queueing-strategy", "preemption", "preempt-unmanaged",
 	"preemption-min-runtime", "complete-scheduler-preemption", "autoscaling", "capacity-request-timeout", "capacity-request-max-pods", "capacity-request-image",
+	"max-podgroups-per-namespace", "created-podgroup-qps", "created-podgroup-burst",
 }
 
 // TestChartFlagsAreTheBinarys: every flag the default rendering passes to

@@ -285,6 +285,11 @@ func TestEverythingSwitchedRendering(t *testing.T) {
 		"namespace-selector": "kubernetes.io/metadata.name notin (kube-system,gangs,monitoring)",
 		"etcd-servers":       "https://muster-etcd.gangs.svc:2379",
 		"cert-secret":        "gangs/muster-apiserver-certs",
+
+		// Whole numbers stay whole, however large (not 2e+06).
+		"max-podgroups-per-namespace": "2000000",
+		"created-podgroup-qps":        "0.5",
+		"created-podgroup-burst":      "5",
 	} {
 		if flags[flag] != want {
 			t.Errorf("--%s = %q, want %q", flag, flags[flag], want)

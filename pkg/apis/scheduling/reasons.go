@@ -172,6 +172,10 @@ const (
 	// EventPodGroupCreated, on a pod: the controller created its group from
 	// the pod's annotations.
 	EventPodGroupCreated = "PodGroupCreated"
+	// EventPodGroupNotCreated, a Warning on a pod: the controller does not
+	// create its group, since the namespace holds
+	// --max-podgroups-per-namespace PodGroups.
+	EventPodGroupNotCreated = "PodGroupNotCreated"
 	// EventPodGroupDeleted, on a pod: its group was deleted and the pod
 	// released.
 	EventPodGroupDeleted = "PodGroupDeleted"

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,6 +47,16 @@ type Config struct {
 	// CreatedGroupTTL is how long a PodGroup that the controller created
 	// from pod annotations stays once it has finished and has no pods left.
 	CreatedGroupTTL time.Duration
+	// MaxGroupsPerNamespace is how many PodGroups a namespace may hold,
+	// from any source, for the controller still to create one from pods
+	// there; 0 sets no bound. It bounds what a tenant who may only create
+	// pods can store in Muster's etcd without a ResourceQuota.
+	MaxGroupsPerNamespace int
+	// CreatedGroupQPS and CreatedGroupBurst are the token bucket, per
+	// namespace, of the PodGroups the controller creates from pods; a QPS
+	// of 0 sets no rate.
+	CreatedGroupQPS   float64
+	CreatedGroupBurst int
 	// Preemption lets a gang that does not fit evict whole admitted gangs
 	// of strictly lower priority (capacity-aware admission only).
 	Preemption bool
@@ -121,6 +132,10 @@ func DefaultConfig() Config {
 		PreemptionMinRuntime:        DefaultPreemptionMinRuntime,
 		CompleteSchedulerPreemption: CompleteForReleased,
 
+		MaxGroupsPerNamespace: 1000,
+		CreatedGroupQPS:       10,
+		CreatedGroupBurst:     100,
+
 		Autoscaling:            AutoscalingAuto,
 		CapacityRequestTimeout: 10 * time.Minute,
 		CapacityRequestMaxPods: 256,
@@ -155,6 +170,15 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"before what is unclaimed is given back; a role's reservationTimeoutSeconds overrides it.")
 	fs.DurationVar(&c.CreatedGroupTTL, "created-group-ttl", c.CreatedGroupTTL,
 		"How long a PodGroup the controller created from pod annotations is kept once it has finished and has no pods left; then it is deleted. 0 deletes it at once.")
+	fs.IntVar(&c.MaxGroupsPerNamespace, "max-podgroups-per-namespace", c.MaxGroupsPerNamespace,
+		"Most PodGroups (from any source) a namespace may hold for the controller still to create one there from pod annotations; past it, such pods stay gated "+
+			"with a Warning event until a group of the namespace is deleted. Groups created through the API are not refused (a ResourceQuota on "+
+			"count/podgroups.scheduling.muster.dev bounds those). 0 sets no bound.")
+	fs.Float64Var(&c.CreatedGroupQPS, "created-podgroup-qps", c.CreatedGroupQPS,
+		"PodGroups per second, per namespace, that the controller creates from pod annotations once a namespace's burst is spent; "+
+			"pods beyond it stay gated until their turn. 0 sets no rate.")
+	fs.IntVar(&c.CreatedGroupBurst, "created-podgroup-burst", c.CreatedGroupBurst,
+		"PodGroups the controller may create from pod annotations in one namespace at once before --created-podgroup-qps paces it.")
 	fs.BoolVar(&c.Preemption, "preemption", c.Preemption,
 		"Let a gang that does not fit evict whole admitted gangs of strictly lower priority (their pods get the condition DisruptionTarget, "+
 			"reason PreemptionByMuster, and are deleted). A gang's priority is its pods' lowest (from their PriorityClass); with --admission=capacity only.")
@@ -213,6 +237,7 @@ func (c *Config) Validate() []error {
 	if c.CreatedGroupTTL < 0 {
 		errs = append(errs, fmt.Errorf("--created-group-ttl must not be negative, got %s", c.CreatedGroupTTL))
 	}
+	errs = append(errs, c.validateCreatedGroups()...)
 	if c.PreemptionMinRuntime < 0 {
 		errs = append(errs, fmt.Errorf("--preemption-min-runtime must not be negative, got %s", c.PreemptionMinRuntime))
 	}
@@ -242,6 +267,23 @@ func (c *Config) Validate() []error {
 	}
 	if _, err := labels.Parse(c.NamespaceSelector); err != nil {
 		errs = append(errs, fmt.Errorf("--namespace-selector: %w", err))
+	}
+	return errs
+}
+
+// validateCreatedGroups checks the bounds on the groups the controller
+// creates from pods. A QPS of NaN or infinity would parse from the flag, and
+// a bucket of no token would never let a group be created.
+func (c *Config) validateCreatedGroups() []error {
+	var errs []error
+	if c.MaxGroupsPerNamespace < 0 {
+		errs = append(errs, fmt.Errorf("--max-podgroups-per-namespace must not be negative, got %d", c.MaxGroupsPerNamespace))
+	}
+	if math.IsNaN(c.CreatedGroupQPS) || math.IsInf(c.CreatedGroupQPS, 0) || c.CreatedGroupQPS < 0 {
+		errs = append(errs, fmt.Errorf("--created-podgroup-qps must be a finite number, not negative, got %v", c.CreatedGroupQPS))
+	}
+	if c.CreatedGroupBurst < 0 || (c.CreatedGroupQPS > 0 && c.CreatedGroupBurst < 1) {
+		errs = append(errs, fmt.Errorf("--created-podgroup-burst must be at least 1 while --created-podgroup-qps is set, got %d", c.CreatedGroupBurst))
 	}
 	return errs
 }

@@ -3,6 +3,7 @@ package podgroup
 import (
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,14 @@ func TestConfigValidate(t *testing.T) {
 		{name: "a zero capacity-request timeout is rejected", mod: func(c *Config) { c.CapacityRequestTimeout = 0 }, wantErr: "--capacity-request-timeout"},
 		{name: "no pods' room at all is rejected", mod: func(c *Config) { c.CapacityRequestMaxPods = 0 }, wantErr: "--capacity-request-max-pods"},
 		{name: "an unknown --complete-scheduler-preemption is rejected", mod: func(c *Config) { c.CompleteSchedulerPreemption = "Sometimes" }, wantErr: "--complete-scheduler-preemption"},
+		{name: "a negative max-podgroups-per-namespace is rejected", mod: func(c *Config) { c.MaxGroupsPerNamespace = -1 }, wantErr: "--max-podgroups-per-namespace"},
+		{name: "max-podgroups-per-namespace 0 sets no bound", mod: func(c *Config) { c.MaxGroupsPerNamespace = 0 }},
+		{name: "a negative created-podgroup-qps is rejected", mod: func(c *Config) { c.CreatedGroupQPS = -1 }, wantErr: "--created-podgroup-qps"},
+		{name: "a NaN created-podgroup-qps is rejected", mod: func(c *Config) { c.CreatedGroupQPS = math.NaN() }, wantErr: "--created-podgroup-qps"},
+		{name: "an infinite created-podgroup-qps is rejected", mod: func(c *Config) { c.CreatedGroupQPS = math.Inf(1) }, wantErr: "--created-podgroup-qps"},
+		{name: "created-podgroup-qps 0 sets no rate, whatever the burst", mod: func(c *Config) { c.CreatedGroupQPS, c.CreatedGroupBurst = 0, 0 }},
+		{name: "a burst of no group under a rate is rejected", mod: func(c *Config) { c.CreatedGroupBurst = 0 }, wantErr: "--created-podgroup-burst"},
+		{name: "a negative created-podgroup-burst is rejected", mod: func(c *Config) { c.CreatedGroupQPS, c.CreatedGroupBurst = 0, -1 }, wantErr: "--created-podgroup-burst"},
 		{name: "an empty capacity-request image is rejected", mod: func(c *Config) { c.CapacityRequestImage = "" }, wantErr: "--capacity-request-image"},
 	}
 	for _, tc := range cases {
@@ -63,6 +72,7 @@ func TestConfigFlags(t *testing.T) {
 	err := fs.Parse([]string{"--controller-workers=2", "--pod-patch-concurrency=3", "--release-grace=1m",
 		"--fast-release=false", "--status-batch-period=2s", "--namespace-selector=team=a",
 		"--admission=count", "--queueing-strategy=StrictFIFO", "--stalled-pod-timeout=2m", "--reservation-timeout=90s", "--created-group-ttl=10m",
+		"--max-podgroups-per-namespace=50", "--created-podgroup-qps=0.5", "--created-podgroup-burst=5",
 		"--preemption=false", "--preempt-unmanaged", "--preemption-min-runtime=5m", "--complete-scheduler-preemption=Always",
 		"--autoscaling=pods", "--capacity-request-timeout=3m", "--capacity-request-max-pods=64", "--capacity-request-image=registry.k8s.io/pause:3.9"})
 	if err != nil {
@@ -72,6 +82,7 @@ func TestConfigFlags(t *testing.T) {
 		StatusBatchPeriod: 2 * time.Second, NamespaceSelector: "team=a",
 		Admission: AdmissionCount, QueueingStrategy: capacity.StrictFIFO, StalledTimeout: 2 * time.Minute,
 		ReservationTimeout: 90 * time.Second, CreatedGroupTTL: 10 * time.Minute,
+		MaxGroupsPerNamespace: 50, CreatedGroupQPS: 0.5, CreatedGroupBurst: 5,
 		Preemption: false, PreemptUnmanaged: true, PreemptionMinRuntime: 5 * time.Minute, CompleteSchedulerPreemption: CompleteAlways,
 		Autoscaling: AutoscalingPods, CapacityRequestTimeout: 3 * time.Minute, CapacityRequestMaxPods: 64,
 		CapacityRequestImage: "registry.k8s.io/pause:3.9"}

@@ -65,6 +65,9 @@ type Controller struct {
 	// the last one refused.
 	memory *groupMemories
 	clock  clock.Clock
+	// created bounds the groups created from pods, per namespace: their
+	// number and their rate (createdbound.go).
+	created *createdGroups
 
 	mu sync.Mutex
 	// warned remembers, per pod, the reasons of the one-off events it was
@@ -132,6 +135,9 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 	if err := addGroupOwnerIndexer(podGroups.Informer()); err != nil {
 		return nil, fmt.Errorf("indexing PodGroups by owner: %w", err)
 	}
+	if err := addNamespaceIndexer(podGroups.Informer()); err != nil {
+		return nil, fmt.Errorf("indexing PodGroups by namespace: %w", err)
+	}
 	c := &Controller{
 		cfg:        cfg,
 		kube:       kube,
@@ -147,6 +153,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		queue:      workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "podgroup"}),
 		recorder:   recorder,
 		memory:     newGroupMemories(),
+		created:    newCreatedGroups(cfg),
 		clock:      clock.RealClock{},
 		warned:     map[types.UID]sets.Set[string]{},
 		requester:  inf.Requester,

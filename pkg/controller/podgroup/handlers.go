@@ -100,6 +100,7 @@ func (c *Controller) addPodGroup(obj interface{}) {
 	if pg, ok := obj.(*v1alpha1.PodGroup); ok {
 		key := groupKey(pg.Namespace, pg.Name)
 		c.admitter.ObserveGroup(key, pg)
+		c.created.forget(key) // it exists: nothing waits to create it.
 		c.queue.Add(key)
 	}
 }
@@ -114,4 +115,9 @@ func (c *Controller) deletePodGroup(obj interface{}) {
 	c.admitter.ObserveGroup(key, nil)
 	c.memory.forget(key)
 	c.queue.Add(key) // its pods may now be orphans waiting for a new group.
+	// It made room under --max-podgroups-per-namespace for the groups that
+	// wait there to be created from pods.
+	for _, k := range c.created.releaseWaiting(name.Namespace) {
+		c.queue.Add(k)
+	}
 }

@@ -35,7 +35,7 @@ func withRV(rv string, mods ...podMod) podMod {
 }
 
 // oneOffReasons are the pod events that warnOnce keeps from repeating.
-var oneOffReasons = []string{scheduling.EventWaitingForPodGroup, scheduling.EventPodGroupDeleted, scheduling.EventMinCountMismatch, scheduling.EventInvalidAnnotation, scheduling.EventPodGroupFinished}
+var oneOffReasons = []string{scheduling.EventWaitingForPodGroup, scheduling.EventPodGroupDeleted, scheduling.EventMinCountMismatch, scheduling.EventInvalidAnnotation, scheduling.EventPodGroupFinished, scheduling.EventPodGroupNotCreated}
 
 func TestHandlers(t *testing.T) {
 	kubeSystem := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{

@@ -37,6 +37,8 @@ type controllerMetrics struct {
 	capacityRequested         *k8smetrics.CounterVec
 	capacityRequestAdmission  *k8smetrics.Histogram
 	capacityRequestsWithdrawn *k8smetrics.CounterVec
+	// Groups created from pods (createdbound.go).
+	creationsRefused *k8smetrics.CounterVec
 
 	mu sync.Mutex
 	// groups remembers each group's gated pods and phase, so that the gauge
@@ -120,6 +122,11 @@ func newControllerMetrics() *controllerMetrics {
 			Subsystem: metricsSubsystem, Name: "capacity_requests_withdrawn_total",
 			Help: "Capacity requests withdrawn before their gang had room: reason timeout (--capacity-request-timeout), refused (by the autoscaler), or failed (could not be made for --capacity-request-timeout).", StabilityLevel: k8smetrics.ALPHA,
 		}, []string{"reason"}),
+		creationsRefused: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Subsystem: metricsSubsystem, Name: "controller_podgroup_creations_refused_total",
+			Help: "PodGroups the controller did not create from pods when asked: reason max-per-namespace (the namespace holds --max-podgroups-per-namespace groups) " +
+				"or rate (paced by --created-podgroup-qps; the group waits for its turn). A group held again counts again.", StabilityLevel: k8smetrics.ALPHA,
+		}, []string{"reason"}),
 		groups: map[scheduling.GroupKey]groupGauge{},
 	}
 	return m
@@ -129,7 +136,8 @@ func newControllerMetrics() *controllerMetrics {
 func (m *controllerMetrics) all() []k8smetrics.Registerable {
 	return []k8smetrics.Registerable{m.syncDuration, m.syncPanics, m.gateRemovalLatency, m.podsUngated, m.podsAccounted, m.gatedPods,
 		m.waitingForCapacity, m.admissionCycle, m.stalledGroups, m.preemptions, m.preemptionVictims, m.podsPreempted,
-		m.capacityRequestPods, m.capacityRequested, m.capacityRequestAdmission, m.capacityRequestsWithdrawn}
+		m.capacityRequestPods, m.capacityRequested, m.capacityRequestAdmission, m.capacityRequestsWithdrawn,
+		m.creationsRefused}
 }
 
 // metricsRegistry is where a running controller serves its metrics: the

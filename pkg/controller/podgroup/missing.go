@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,12 +21,15 @@ import (
 // PodGroup does not exist. Pods
 // being deleted lose the tracking finalizer at once, so that none is stuck
 // Terminating. If a pod carries creation annotations, the controller creates
-// the group; otherwise the pods stay gated and are told what they wait for.
-func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name string, pods []*corev1.Pod) error {
-	if len(pods) == 0 {
-		return nil
-	}
+// the group, within the bounds of createdbound.go, and returns when to try
+// again if they hold it; otherwise the pods stay gated and are told what they
+// wait for.
+func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name string, pods []*corev1.Pod) (time.Duration, error) {
 	key := groupKey(namespace, name)
+	if len(pods) == 0 {
+		c.created.forget(key)
+		return 0, nil
+	}
 	var deleting []*corev1.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil && scheduling.HasTrackingFinalizer(p) && !c.memory.expecting(key, finalizersRemoved, p.UID) {
@@ -36,7 +40,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		done, errs := c.patchPods(ctx, deleting, removeFinalizerPatch, true)
 		c.memory.expect(key, finalizersRemoved, done...)
 		if len(errs) > 0 {
-			return fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
+			return 0, fmt.Errorf("releasing deleted pods of missing PodGroup %s/%s: %w", namespace, name, errors.Join(errs...))
 		}
 	}
 
@@ -52,17 +56,22 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		pg, from = c.groupFromAnnotations(namespace, name, waiting)
 	}
 	if pg == nil {
+		c.created.forget(key)
 		for _, p := range waiting {
 			c.warnOnce(p.UID, scheduling.EventWaitingForPodGroup, func() {
 				c.recorder.Eventf(p, corev1.EventTypeNormal, scheduling.EventWaitingForPodGroup, "waiting for PodGroup %s", name)
 			})
 		}
-		return nil
+		return 0, nil
+	}
+	// Before the owners are read, so that a held group costs no API call.
+	if retryAfter, held := c.holdCreation(ctx, key, waiting); held {
+		return retryAfter, nil
 	}
 	if byInstance(from) {
 		ok, err := c.fromInstance(ctx, pg, from) // instance.go: owners and size
 		if err != nil || !ok {
-			return err
+			return 0, err
 		}
 	} else {
 		pg.OwnerReferences = createdGroupOwners(from)
@@ -70,19 +79,19 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	_, err := c.muster.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{FieldManager: scheduling.ControllerName})
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return nil // the informer brings it, and its pods are synced then.
+		return 0, nil // the informer brings it, and its pods are synced then.
 	case apierrors.IsInvalid(err):
 		// A Workload or template that does not exist: tell the pod, do not retry hot.
 		c.warnOnce(from.UID, scheduling.EventInvalidAnnotation, func() {
 			c.recorder.Eventf(from, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, "cannot create PodGroup %s: %v", name, err)
 		})
-		return nil
+		return 0, nil
 	case err != nil:
-		return fmt.Errorf("creating PodGroup %s/%s from pod %s: %w", namespace, name, from.Name, err)
+		return 0, fmt.Errorf("creating PodGroup %s/%s from pod %s: %w", namespace, name, from.Name, err)
 	}
 	c.recorder.Eventf(from, corev1.EventTypeNormal, scheduling.EventPodGroupCreated, "created PodGroup %s%s", name, sizedByMessage(pg))
 	klog.FromContext(ctx).V(2).Info("Created PodGroup from pod annotations", "pod", klog.KObj(from))
-	return nil
+	return 0, nil
 }
 
 // groupFromAnnotations builds the PodGroup that the oldest pod with creation

@@ -43,9 +43,10 @@ func (c *Controller) sync(ctx context.Context, key scheduling.GroupKey) (time.Du
 	if apierrors.IsNotFound(err) {
 		c.memory.forgetRejection(key)
 		if !c.managedNamespace(namespace) {
+			c.created.forget(key) // nothing is created here
 			return 0, c.releaseUnmanaged(ctx, key, pods)
 		}
-		return 0, c.syncMissingGroup(ctx, namespace, name, pods)
+		return c.syncMissingGroup(ctx, namespace, name, pods)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reading PodGroup %s: %w", key, err)
