@@ -1,9 +1,13 @@
 package capacity
 
 import (
+	"sort"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // PlacementPod returns a new pod with only what kube-scheduler's filters
@@ -62,18 +66,103 @@ func PlacementPod(p *corev1.Pod) *corev1.Pod {
 }
 
 // holderPod is the smaller copy of a pod that is not Muster's, which
-// placement sees only as holding its node: of its affinity only the pod
-// (anti-)affinity is kept, which constrains the pods placed beside it; its
-// own node selection and tolerations are already decided. Its claims are
-// kept, for preemption to free their devices if it is a victim
-// (--preempt-unmanaged).
+// placement sees only as holding its node. Of its affinity only the
+// required pod anti-affinity is kept: kube-scheduler's filters read no
+// other term of a pod already placed (InterPodAffinity checks a pod's own
+// affinity against the others' labels, and the others' required
+// anti-affinity against it; preferred terms are for scoring, which
+// placement does not run). Its node selection, tolerations and spread
+// constraints constrain only its own placement, which is done. What a
+// tenant's pods make Muster keep is bounded (docs/limits.md): labels to
+// MaxUnmanagedLabelBytes, anti-affinity to MaxUnmanagedAntiAffinityBytes.
 func holderPod(p *corev1.Pod) *corev1.Pod {
 	out := PlacementPod(p)
+	out.Labels = boundedLabels(p.Labels)
 	out.Spec.NodeSelector, out.Spec.Tolerations, out.Spec.TopologySpreadConstraints = nil, nil, nil
 	out.Spec.SchedulerName = ""
 	out.Spec.Affinity = nil
-	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
-		out.Spec.Affinity = &corev1.Affinity{PodAffinity: a.PodAffinity, PodAntiAffinity: a.PodAntiAffinity}
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		out.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: boundedAntiAffinity(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution),
+		}}
+	}
+	return out
+}
+
+// MaxUnmanagedLabelBytes bounds the labels kept of a pod that is not
+// Muster's, keys and values together: placement matches gangs' pod
+// (anti-)affinity and spread selectors against them. A label is at most
+// 380 bytes (a 316-byte key, a 63-byte value), so 16 KiB keeps 43 labels
+// of the longest and hundreds of the usual; past it, labels are kept in
+// key order until the bound, the capacity-request label first.
+const MaxUnmanagedLabelBytes = 16 << 10
+
+// MaxUnmanagedAntiAffinityBytes bounds the required pod anti-affinity kept
+// of a pod that is not Muster's, as a labelled pod's scheduling inputs are
+// bounded (scheduling.MaxPodSchedulingBytes), in protobuf bytes.
+const MaxUnmanagedAntiAffinityBytes = scheduling.MaxPodSchedulingBytes
+
+// maxConservativeTopologyKeys bounds the terms that stand in for an
+// anti-affinity past its bound: one per distinct topology key.
+const maxConservativeTopologyKeys = 64
+
+// boundedLabels returns labels, or the part of them that
+// MaxUnmanagedLabelBytes keeps.
+func boundedLabels(l map[string]string) map[string]string {
+	total := 0
+	for k, v := range l {
+		total += len(k) + len(v)
+	}
+	if total <= MaxUnmanagedLabelBytes {
+		return l
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		if k != scheduling.CapacityRequestLabel {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if _, ok := l[scheduling.CapacityRequestLabel]; ok {
+		keys = append([]string{scheduling.CapacityRequestLabel}, keys...)
+	}
+	out := map[string]string{}
+	left := MaxUnmanagedLabelBytes
+	for _, k := range keys {
+		if n := len(k) + len(l[k]); n <= left {
+			out[k] = l[k]
+			left -= n
+		}
+	}
+	return out
+}
+
+// boundedAntiAffinity returns terms, or past MaxUnmanagedAntiAffinityBytes
+// terms that refuse at least what they refuse: for each of their topology
+// keys, every pod of every namespace. Placement then never puts a gang's
+// pod where kube-scheduler's own check of these terms would refuse it; a
+// pod with such terms takes from gangs no more than terms of that breadth
+// within the bound would, which any pod may carry.
+func boundedAntiAffinity(terms []corev1.PodAffinityTerm) []corev1.PodAffinityTerm {
+	size := 0
+	for i := range terms {
+		size += terms[i].Size()
+	}
+	if size <= MaxUnmanagedAntiAffinityBytes {
+		return terms
+	}
+	var out []corev1.PodAffinityTerm
+	seen := map[string]bool{}
+	for _, t := range terms {
+		if seen[t.TopologyKey] || len(out) == maxConservativeTopologyKeys {
+			continue
+		}
+		seen[t.TopologyKey] = true
+		out = append(out, corev1.PodAffinityTerm{
+			LabelSelector:     &metav1.LabelSelector{},
+			NamespaceSelector: &metav1.LabelSelector{},
+			TopologyKey:       t.TopologyKey,
+		})
 	}
 	return out
 }
