@@ -1,7 +1,9 @@
 package capacity
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -142,5 +144,50 @@ func TestTrimmedHolderRefusesWhatTheSchedulerRefuses(t *testing.T) {
 				t.Errorf("placed %d web pods beside the holder, want %d: %s", r.Placed(), tc.placed, r.Short)
 			}
 		})
+	}
+}
+
+// heapNow is the live heap after two collections.
+func heapNow() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestUnmanagedPodsKeepBoundedBytes: bound pods without the group label,
+// each decoded apart (as the reflector delivers them) with 1 MiB of labels
+// and 512 KiB of required anti-affinity, cost the tracker no more than the
+// bounds and a few KiB each, once the decoded pods are gone.
+func TestUnmanagedPodsKeepBoundedBytes(t *testing.T) {
+	const n = 20
+	inputs := make([][]byte, n)
+	for i := range n {
+		p := pod(fmt.Sprintf("fat-%d", i), "10m", onNode("a"), manyLabels(1<<20/85), paddedAntiAffinity(1<<10, make([]string, 512)...))
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[i] = b
+	}
+	tr := trackerOf([]*corev1.Node{node("a", "64", "64Gi")})
+	before := heapNow()
+	for _, b := range inputs {
+		var p corev1.Pod
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		tr.SetUnmanagedPod(&p)
+	}
+	after := heapNow()
+	runtime.KeepAlive(tr)
+	runtime.KeepAlive(inputs)
+	per := int64(after) - int64(before)
+	per /= n
+	const limit = 4 * (MaxUnmanagedLabelBytes + MaxUnmanagedAntiAffinityBytes)
+	t.Logf("%d pods of 1 MiB labels and 512 KiB anti-affinity each: %d KiB kept a pod (bound %d KiB)", n, per>>10, limit>>10)
+	if per > limit {
+		t.Errorf("the tracker keeps %d KiB of each pod, more than %d KiB", per>>10, limit>>10)
 	}
 }
