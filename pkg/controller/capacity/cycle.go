@@ -161,7 +161,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 			// cluster that keeps the pods its pod affinity needs. Once per
 			// cycle at most, since the first gang that does not fit and
 			// is not skipped becomes the head.
-			keep, judged = judgeIdleKeeping(c.Pods)
+			keep, judged = judgeIdleKeeping(c.Pods, s.namespaceLabels)
 		}
 		if judged {
 			on, but := empty, ""
@@ -213,12 +213,14 @@ func judgeIdle(pods []*corev1.Pod) bool {
 // cluster that keeps the pods its affinity terms select, where they are:
 // a gang that does not fit even there can never fit as the cluster
 // stands, whatever pods leave it; only a pod created that its terms
-// select may change that, which the next cycle sees. Not for a gang with
-// devices, nor for a term with a namespaceSelector, whose namespaces the
-// snapshot does not know.
-func judgeIdleKeeping(pods []*corev1.Pod) (keep func(*corev1.Pod) bool, ok bool) {
+// select may change that, which the next cycle sees. A term's
+// namespaceSelector is matched against nsLabels, the namespaces' labels
+// as the scheduler's filters read them (nil: such a term is not judged).
+// Not for a gang with devices.
+func judgeIdleKeeping(pods []*corev1.Pod, nsLabels func(string) (labels.Set, bool)) (keep func(*corev1.Pod) bool, ok bool) {
 	type term struct {
-		namespaces map[string]bool // nil: every namespace
+		namespaces map[string]bool // nil, and no nsSelector: every namespace
+		nsSelector labels.Selector // besides namespaces, as upstream unions them
 		selector   labels.Selector
 	}
 	var terms []term
@@ -234,7 +236,16 @@ func judgeIdleKeeping(pods []*corev1.Pod) (keep func(*corev1.Pod) bool, ok bool)
 			tm := term{selector: sel}
 			switch {
 			case t.NamespaceSelector != nil && (len(t.NamespaceSelector.MatchLabels) > 0 || len(t.NamespaceSelector.MatchExpressions) > 0):
-				return nil, false
+				if nsLabels == nil {
+					return nil, false
+				}
+				if tm.nsSelector, err = metav1.LabelSelectorAsSelector(t.NamespaceSelector); err != nil {
+					return nil, false
+				}
+				tm.namespaces = map[string]bool{}
+				for _, ns := range t.Namespaces {
+					tm.namespaces[ns] = true
+				}
 			case t.NamespaceSelector != nil:
 				// {} selects every namespace.
 			default:
@@ -249,9 +260,28 @@ func judgeIdleKeeping(pods []*corev1.Pod) (keep func(*corev1.Pod) bool, ok bool)
 			terms = append(terms, tm)
 		}
 	}
+	// Each namespace is looked up once per judgement.
+	selected := map[string]map[int]bool{}
+	inNamespaces := func(i int, t term, ns string) bool {
+		if t.namespaces == nil || t.namespaces[ns] {
+			return true
+		}
+		if t.nsSelector == nil {
+			return false
+		}
+		if selected[ns] == nil {
+			selected[ns] = map[int]bool{}
+			if l, ok := nsLabels(ns); ok {
+				for j, u := range terms {
+					selected[ns][j] = u.nsSelector != nil && u.nsSelector.Matches(l)
+				}
+			}
+		}
+		return selected[ns][i]
+	}
 	return func(p *corev1.Pod) bool {
-		for _, t := range terms {
-			if (t.namespaces == nil || t.namespaces[p.Namespace]) && t.selector.Matches(labels.Set(p.Labels)) {
+		for i, t := range terms {
+			if t.selector.Matches(labels.Set(p.Labels)) && inNamespaces(i, t, p.Namespace) {
 				return true
 			}
 		}

@@ -1,12 +1,14 @@
 package capacity
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestAdmit(t *testing.T) {
@@ -226,5 +228,72 @@ func TestAdmitNeverOverCommits(t *testing.T) {
 	}
 	if cpu["a"]+cpu["b"]+cpu["c"] == 0 {
 		t.Fatal("nothing was admitted")
+	}
+}
+
+// withNamespaceSelectorAffinity requires a pod labelled k=v on the same
+// node, in the namespaces labelled team=<team>.
+func withNamespaceSelectorAffinity(k, v, team string) podOpt {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{k: v}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": team}},
+			TopologyKey:       corev1.LabelHostname,
+		}}}}
+	}
+}
+
+// TestStrictFIFOJudgesNamespaceSelectors: under StrictFIFO, a head whose
+// required pod affinity selects namespaces by label is judged on the idle
+// cluster that keeps the pods of the namespaces its selector matches
+// (their labels as the scheduler's filters read them): one that can never
+// fit there is skipped, and says so; one that fits once other pods leave
+// stays the head.
+func TestStrictFIFOJudgesNamespaceSelectors(t *testing.T) {
+	ctx := context.Background()
+	f, err := startFilters(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: map[string]string{"team": "db"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "apps"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inNS := func(ns string) podOpt { return func(p *corev1.Pod) { p.Namespace = ns } }
+	nodes := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")}
+	head := func(team string) Candidate {
+		return Candidate{Key: gk("near-db"), Pods: pods("near-db", 2, "4", withNamespaceSelectorAffinity("app", "db", team)), Need: 2}
+	}
+	small := Candidate{Key: gk("small"), Created: time.Unix(2000, 0), Pods: pods("small", 2, "1"), Need: 2}
+	tests := []struct {
+		name      string
+		bound     []*corev1.Pod
+		head      Candidate
+		wantHead  Cause
+		wantSmall bool // admitted
+	}{
+		{name: "the only pod its selector reaches leaves it no room: never fits, skipped",
+			bound: []*corev1.Pod{pod("db-0", "30", onNode("a"), inNS("db"), withPodLabel("app", "db"))},
+			head:  head("db"), wantHead: CauseNeverFits, wantSmall: true},
+		{name: "its selector matches no namespace that runs the pod: never fits, skipped",
+			bound: []*corev1.Pod{pod("db-0", "1", onNode("a"), inNS("db"), withPodLabel("app", "db"))},
+			head:  head("nobody"), wantHead: CauseNeverFits, wantSmall: true},
+		{name: "others hold its room beside the pod it needs: it stays the head",
+			bound: []*corev1.Pod{pod("db-0", "4", onNode("a"), inNS("db"), withPodLabel("app", "db")), pod("filler", "26", onNode("a"))},
+			head:  head("db"), wantHead: CauseNoRoom, wantSmall: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := trackerOf(nodes, tc.bound...).Snapshot(f)
+			defer s.Close()
+			got := map[string]Verdict{}
+			for _, v := range Admit(s, []Candidate{tc.head, small}, Options{Strategy: StrictFIFO}) {
+				got[v.Key.Name] = v
+			}
+			if v := got["near-db"]; v.Admit || v.Cause != tc.wantHead {
+				t.Errorf("the head: admitted %v, cause %v (%s), want %v", v.Admit, v.Cause, v.Message, tc.wantHead)
+			}
+			if v := got["small"]; v.Admit != tc.wantSmall {
+				t.Errorf("the gang behind it admitted = %v, want %v (%s)", v.Admit, tc.wantSmall, v.Message)
+			}
+		})
 	}
 }

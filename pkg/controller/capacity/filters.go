@@ -15,6 +15,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	resourceinformers "k8s.io/client-go/informers/resource/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
@@ -94,6 +95,9 @@ type Filters struct {
 	DRA     bool
 	factory informers.SharedInformerFactory
 	synced  []cache.InformerSynced
+	// namespaces is the lister InterPodAffinity reads namespaceSelectors
+	// against; the idle judgement reads it too (judgeIdleKeeping).
+	namespaces corelisters.NamespaceLister
 }
 
 var initMetrics sync.Once
@@ -167,7 +171,8 @@ func NewFilters(ctx context.Context, kube kubernetes.Interface, dra bool) (*Filt
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduler's filters: %w", err)
 	}
-	return &Filters{fw: fw, lister: lister, devices: devices, DRA: dra, factory: factory, synced: append(synced, handlers.hasSynced)}, nil
+	return &Filters{fw: fw, lister: lister, devices: devices, DRA: dra, factory: factory, synced: append(synced, handlers.hasSynced),
+		namespaces: factory.Core().V1().Namespaces().Lister()}, nil
 }
 
 // filterProfile is the default profile with only filterPlugins enabled. Its

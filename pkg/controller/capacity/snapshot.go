@@ -8,6 +8,7 @@ import (
 
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/labels"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -93,6 +94,20 @@ func (s *Snapshot) EmptyKeeping(keep func(*corev1.Pod) bool) *Snapshot {
 		}
 	}
 	return e
+}
+
+// namespaceLabels is a namespace's labels as the filters' informer has
+// them, which InterPodAffinity matches namespaceSelectors against; false
+// when the namespace is not known, or there are no filters.
+func (s *Snapshot) namespaceLabels(name string) (labels.Set, bool) {
+	if s.filters == nil || s.filters.namespaces == nil {
+		return nil, false
+	}
+	ns, err := s.filters.namespaces.Get(name)
+	if err != nil {
+		return nil, false
+	}
+	return labels.Set(ns.Labels), true
 }
 
 // info is node i as the placement in progress sees it.
