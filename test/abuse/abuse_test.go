@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/test/cluster"
 )
 
 // What the suite holds Muster to while mallory attacks.
@@ -28,9 +29,13 @@ const (
 	// ratio measures the machine's scheduling noise, not Muster.
 	latencyFloor = 500 * time.Millisecond
 	// maxMusterRSS bounds muster-apiserver's resident memory at its peak,
-	// the whole run included. The process serves the webhook for the whole
-	// cluster, so an attack that grows it stops every tenant.
+	// the whole run included: the chart's memory limit. Its controller
+	// admits every tenant's gangs.
 	maxMusterRSS = 512 << 20
+	// maxWebhookRSS bounds the webhook's process (the chart's
+	// muster-webhook, --webhook-only) the same way, at the chart's limit:
+	// it serves every labelled pod create in the cluster.
+	maxWebhookRSS = 256 << 20
 	// killRSS is where the suite kills muster-apiserver to protect the
 	// machine (the old code reached 20 GiB on one attack); the run fails.
 	killRSS = 4 << 30
@@ -53,7 +58,8 @@ func TestAbuse(t *testing.T) {
 	}
 
 	quiet := runGangs(ctx, good, rel, "quiet", timedGangs)
-	_, quietPeak := musterMemory()
+	_, quietPeak := memoryOf(musterProcess)
+	_, quietWebhookPeak := memoryOf(webhookProcess)
 
 	sampler := sampleMemory(ctx)
 	list := selected(t)
@@ -65,7 +71,7 @@ func TestAbuse(t *testing.T) {
 			o.said += "; meanwhile " + o.stop()
 		}
 	}
-	peak := sampler()
+	peak, webhookPeak := sampler()
 
 	// What the attacks must not have caused.
 	for i, a := range list {
@@ -91,6 +97,9 @@ func TestAbuse(t *testing.T) {
 	if peak > maxMusterRSS {
 		t.Errorf("muster-apiserver's resident memory peaked at %d MiB under attack: more than the bound, %d MiB", peak>>20, maxMusterRSS>>20)
 	}
+	if webhookPeak > maxWebhookRSS {
+		t.Errorf("the webhook's resident memory peaked at %d MiB under attack: more than the bound, %d MiB", webhookPeak>>20, maxWebhookRSS>>20)
+	}
 	countErrs := exactCounts(ctx, good, append(append([]gangResult(nil), quiet...), loaded...))
 	for _, err := range countErrs {
 		t.Error(err)
@@ -100,7 +109,7 @@ func TestAbuse(t *testing.T) {
 		t.Errorf("left stuck once every pod was deleted: %s", stuck)
 	}
 
-	report(t, list, outcomes, quiet, loaded, quietPeak, peak, len(countErrs), stuck)
+	report(t, list, outcomes, quiet, loaded, memoryPeaks{quietPeak, peak, quietWebhookPeak, webhookPeak}, len(countErrs), stuck)
 }
 
 // selected are the attacks -abuse.skip leaves, for finding which one costs
@@ -152,11 +161,19 @@ func launch(ctx context.Context, m tenant, list []attack) []outcome {
 	return out
 }
 
-// musterMemory is muster-apiserver's resident memory, now and at its peak.
-func musterMemory() (now, peak int64) {
+// The names of the harness's processes of the chart's two Deployments
+// (a rolled one's name goes on with "-gen<n>").
+const (
+	musterProcess  = "muster-apiserver"
+	webhookProcess = cluster.WebhookDeployment
+)
+
+// memoryOf is the resident memory of the processes whose names start with
+// prefix, now and at their highest peak.
+func memoryOf(prefix string) (now, peak int64) {
 	n, p := env.Memory()
 	for name, v := range n {
-		if strings.HasPrefix(name, "muster-apiserver") {
+		if strings.HasPrefix(name, prefix) {
 			now += v
 			peak = max(peak, p[name])
 		}
@@ -164,13 +181,18 @@ func musterMemory() (now, peak int64) {
 	return now, peak
 }
 
-// sampleMemory samples muster-apiserver's memory every 500ms until the
-// returned func is called, which returns the highest peak seen. The
-// kernel's high-water mark catches what falls between samples; sampling
-// catches a restarted process's.
-func sampleMemory(ctx context.Context) func() int64 {
+// memoryPeaks are the two Deployments' peaks, quiet and under attack.
+type memoryPeaks struct {
+	quiet, attacked, webhookQuiet, webhookAttacked int64
+}
+
+// sampleMemory samples muster-apiserver's and the webhook's memory every
+// 500ms until the returned func is called, which returns the highest peak
+// seen of each. The kernel's high-water mark catches what falls between
+// samples; sampling catches a restarted process's.
+func sampleMemory(ctx context.Context) func() (muster, webhook int64) {
 	var mu sync.Mutex
-	var highest int64
+	var highest, highestWebhook int64
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -178,15 +200,20 @@ func sampleMemory(ctx context.Context) func() int64 {
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			now, p := musterMemory()
+			now, p := memoryOf(musterProcess)
+			wNow, wp := memoryOf(webhookProcess)
+			// Far past the bound, the machine itself is at risk, and the
+			// run has failed already: stop the process before the kernel
+			// stops something else.
 			if now > killRSS {
-				// Far past the bound, the machine itself is at risk, and
-				// the run has failed already: stop Muster before the
-				// kernel stops something else.
 				env.KillMuster()
+			}
+			if wNow > killRSS {
+				env.KillWebhook()
 			}
 			mu.Lock()
 			highest = max(highest, p)
+			highestWebhook = max(highestWebhook, wp)
 			mu.Unlock()
 			select {
 			case <-done:
@@ -197,13 +224,14 @@ func sampleMemory(ctx context.Context) func() int64 {
 			}
 		}
 	}()
-	return func() int64 {
+	return func() (int64, int64) {
 		close(done)
 		<-stopped
-		_, p := musterMemory()
+		_, p := memoryOf(musterProcess)
+		_, wp := memoryOf(webhookProcess)
 		mu.Lock()
 		defer mu.Unlock()
-		return max(highest, p)
+		return max(highest, p), max(highestWebhook, wp)
 	}
 }
 
@@ -259,7 +287,7 @@ func deleteEverything(ctx context.Context, tenants ...tenant) string {
 }
 
 // report prints the suite's figures.
-func report(t *testing.T, list []attack, outcomes []outcome, quiet, loaded []gangResult, quietPeak, peak int64, countErrs int, stuck string) {
+func report(t *testing.T, list []attack, outcomes []outcome, quiet, loaded []gangResult, mem memoryPeaks, countErrs int, stuck string) {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "ITEM\tATTACK\tTHE CLUSTER SAID\tRESULT\n")
@@ -281,7 +309,8 @@ func report(t *testing.T, list []attack, outcomes []outcome, quiet, loaded []gan
 		failed += len(r.failedCreates)
 	}
 	fmt.Fprintf(&b, "well-behaved labelled pod creates refused: %d of %d\n", failed, 2*timedGangs*gangSize)
-	fmt.Fprintf(&b, "muster-apiserver peak resident memory: %d MiB quiet, %d MiB under attack (bound %d MiB)\n", quietPeak>>20, peak>>20, maxMusterRSS>>20)
+	fmt.Fprintf(&b, "muster-apiserver peak resident memory: %d MiB quiet, %d MiB under attack (bound %d MiB)\n", mem.quiet>>20, mem.attacked>>20, maxMusterRSS>>20)
+	fmt.Fprintf(&b, "muster-webhook peak resident memory: %d MiB quiet, %d MiB under attack (bound %d MiB)\n", mem.webhookQuiet>>20, mem.webhookAttacked>>20, maxWebhookRSS>>20)
 	fmt.Fprintf(&b, "well-behaved groups with wrong counts: %d\n", countErrs)
 	if stuck == "" {
 		stuck = "none"
