@@ -178,7 +178,11 @@ func (c *Cluster) rollWebhook(ctx context.Context) (bool, error) {
 	c.webhook = next
 	c.mu.Unlock()
 	klog.FromContext(ctx).Info("Rolled the webhook", "port", next.port, "generation", pod.generation, "stoppingOldAfter", old.pod.preStop)
-	time.Sleep(old.pod.preStop)
+	// The old pod's preStop sleep, as rollReplica waits it out.
+	select {
+	case <-ctx.Done():
+	case <-time.After(old.pod.preStop):
+	}
 	old.stopWebhook(false)
 	c.untrack(old.proc)
 	return true, nil

@@ -25,6 +25,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/generated/informers/externalversions"
+	"github.com/muster-dev/muster/test/cluster"
 )
 
 // priorityClass creates a PriorityClass, which is cluster-scoped, for one
@@ -717,4 +718,40 @@ func denyMusterEvictions(t *testing.T, ctx context.Context, ns string, status bo
 		return err != nil && strings.Contains(err.Error(), "holds Muster's evictions"), nil
 	})
 	return allow
+}
+
+// tenantPool is a pool of nodes and classes two tenants share, named after
+// neither: 2 nodes of 32 CPU, room for 4 pods of 15 CPU, tainted for the
+// pool, and PriorityClasses low (100) and high (1000).
+type tenantPool struct {
+	name      string
+	nodes     []string
+	low, high string
+}
+
+func newTenantPool(t *testing.T, ctx context.Context, prefix string) tenantPool {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
+	nodes, err := env.AddNodes(ctx, cluster.NodeSpec{
+		Prefix: name, Count: 2, CPU: "32", Memory: "64Gi", Labels: map[string]string{poolKey: name},
+		Taints: []corev1.Taint{{Key: poolKey, Value: name, Effect: corev1.TaintEffectNoSchedule}},
+	})
+	if err != nil {
+		t.Fatalf("adding nodes: %v", err)
+	}
+	return tenantPool{name: name, nodes: nodes, low: priorityClass(t, ctx, name+"-low", 100), high: priorityClass(t, ctx, name+"-high", 1000)}
+}
+
+// gang is a gang of 4 pods of 15 CPU in ns, of the given class, created
+// from annotations (minCount 4).
+func (tp tenantPool) gang(ns, group, class string) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := range 4 {
+		p := poolPod(tp.name, fmt.Sprintf("%s-%d", group, i), group, "15", "10m")
+		p.Namespace = ns
+		p.Annotations[scheduling.MinCountAnnotation] = "4"
+		p.Spec.PriorityClassName = class
+		pods = append(pods, p)
+	}
+	return pods
 }

@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/test/cluster"
 )
 
 // TestPreemptionAcrossNamespacesNamesNoOne: a gang in one tenant's
@@ -28,30 +26,9 @@ import (
 func TestPreemptionAcrossNamespacesNamesNoOne(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	mine, theirs := namespace(t, ctx), namespace(t, ctx)
-	// Nodes and classes shared by both, named after neither: room for 4
-	// pods of 15 CPU.
-	pool := fmt.Sprintf("shared-%d", time.Now().UnixNano()%100000)
-	if _, err := env.AddNodes(ctx, cluster.NodeSpec{
-		Prefix: pool, Count: 2, CPU: "32", Memory: "64Gi", Labels: map[string]string{poolKey: pool},
-		Taints: []corev1.Taint{{Key: poolKey, Value: pool, Effect: corev1.TaintEffectNoSchedule}},
-	}); err != nil {
-		t.Fatalf("adding nodes: %v", err)
-	}
-	low := priorityClass(t, ctx, pool+"-low", 100)
-	high := priorityClass(t, ctx, pool+"-high", 1000)
+	pool := newTenantPool(t, ctx, "shared")
 	w := watchPreemption(t, ctx, theirs) // records the victim pods' DisruptionTarget before they go
-	gang := func(ns, group, class string) []*corev1.Pod {
-		var pods []*corev1.Pod
-		for i := range 4 {
-			p := poolPod(pool, fmt.Sprintf("%s-%d", group, i), group, "15", "10m")
-			p.Namespace = ns
-			p.Annotations[scheduling.MinCountAnnotation] = "4"
-			p.Spec.PriorityClassName = class
-			pods = append(pods, p)
-		}
-		return pods
-	}
-	createPods(t, ctx, gang(theirs, "theirs-gang", low))
+	createPods(t, ctx, pool.gang(theirs, "theirs-gang", pool.low))
 	running := waitBound(t, ctx, theirs, "theirs-gang", 4)
 	victim, err := getGroup(ctx, theirs, "theirs-gang")
 	if err != nil {
@@ -62,7 +39,7 @@ func TestPreemptionAcrossNamespacesNamesNoOne(t *testing.T) {
 	// which with fast release can be within one poll: a watch of the
 	// namespace sees every version of its status.
 	wMine := watchPreemption(t, ctx, mine)
-	createPods(t, ctx, gang(mine, "my-gang", high))
+	createPods(t, ctx, pool.gang(mine, "my-gang", pool.high))
 	decided := wMine.waitPreemption(t, ctx, "my-gang")
 	if vs := decided.preemption.Victims; len(vs) != 1 || vs[0].Ref != scheduling.VictimRef(victim.UID) || vs[0].Namespace != "" || vs[0].Name != "" || vs[0].UID != "" {
 		t.Errorf("status.preemption.victims = %+v, want the one victim by ref %s alone", vs, scheduling.VictimRef(victim.UID))

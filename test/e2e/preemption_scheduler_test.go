@@ -13,7 +13,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
-	"github.com/muster-dev/muster/test/cluster"
 )
 
 // TestSchedulerPreemptionByAnotherTenantTakesOnePod: a tenant's unlabelled
@@ -27,35 +26,17 @@ func TestSchedulerPreemptionByAnotherTenantTakesOnePod(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	mine, theirs := namespace(t, ctx), namespace(t, ctx)
 	// Room for 4 pods of 15 CPU: two per node, named after neither tenant.
-	pool := fmt.Sprintf("sched-%d", time.Now().UnixNano()%100000)
-	nodes, err := env.AddNodes(ctx, cluster.NodeSpec{
-		Prefix: pool, Count: 2, CPU: "32", Memory: "64Gi", Labels: map[string]string{poolKey: pool},
-		Taints: []corev1.Taint{{Key: poolKey, Value: pool, Effect: corev1.TaintEffectNoSchedule}},
-	})
-	if err != nil {
-		t.Fatalf("adding nodes: %v", err)
-	}
-	low := priorityClass(t, ctx, pool+"-low", 100)
-	high := priorityClass(t, ctx, pool+"-high", 1000)
+	pool := newTenantPool(t, ctx, "sched")
 	w := watchPreemption(t, ctx, theirs)
-
-	var gang []*corev1.Pod
-	for i := range 4 {
-		p := poolPod(pool, fmt.Sprintf("gang-%d", i), "gang", "15", "10m")
-		p.Namespace = theirs
-		p.Annotations[scheduling.MinCountAnnotation] = "4"
-		p.Spec.PriorityClassName = low
-		gang = append(gang, p)
-	}
-	createPods(t, ctx, gang)
+	createPods(t, ctx, pool.gang(theirs, "gang", pool.low))
 	running := waitBound(t, ctx, theirs, "gang", 4)
 	target := running[0].Spec.NodeName
 
 	// The other tenant's pod: no group label, so Muster neither gates nor
 	// releases it; kube-scheduler alone places it, on target.
-	intruder := poolPod(pool, "intruder", "", "15", "10m")
+	intruder := poolPod(pool.name, "intruder", "", "15", "10m")
 	intruder.Namespace = mine
-	intruder.Spec.PriorityClassName = high
+	intruder.Spec.PriorityClassName = pool.high
 	intruder.Spec.NodeSelector[corev1.LabelHostname] = target
 	if _, err := kube.CoreV1().Pods(mine).Create(ctx, intruder, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the intruder: %v", err)
@@ -107,5 +88,5 @@ func TestSchedulerPreemptionByAnotherTenantTakesOnePod(t *testing.T) {
 			t.Errorf("event %s %s in the gang's namespace names the other tenant: %s", e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	}
-	t.Logf("nodes %v; kube-scheduler took %v; %d of the gang still run", nodes, taken, left)
+	t.Logf("nodes %v; kube-scheduler took %v; %d of the gang still run", pool.nodes, taken, left)
 }
