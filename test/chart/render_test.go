@@ -50,6 +50,11 @@ func TestDefaultRendering(t *testing.T) {
 		t.Errorf("secret volumes = %v, want etcd-client only", vols)
 	}
 	checkWebhookDeployment(t, objs, "muster-system", "muster-apiserver-certs")
+	// clientAuth.mode Auto: helm template reads no cluster, so finds no
+	// Secret muster-webhook-client-ca, and the webhook takes any caller.
+	if v, ok := args(t, mustFind(t, objs, "Deployment", "muster-webhook"))["webhook-client-ca-file"]; ok {
+		t.Errorf("muster-webhook --webhook-client-ca-file=%s with clientAuth.mode Auto and no Secret", v)
+	}
 
 	as := mustFind(t, objs, "APIService", "v1alpha1.scheduling.muster.dev")
 	if _, found, _ := unstructured.NestedString(as.Object, "spec", "caBundle"); found {

@@ -58,9 +58,6 @@ func (c *Cluster) ChartValues(apiPort, webhookPort int) map[string]any {
 				"secretName": musterEtcdClientSecret,
 			},
 		},
-		"webhook": map[string]any{
-			"clientAuth": map[string]any{"enabled": true, "caSecret": musterWebhookClientCASecret},
-		},
 		"preparePolicy": map[string]any{"enabled": c.opts.PreparePolicy},
 		"certificates":  map[string]any{"mode": "internal", "internal": internal},
 		"extraArgs":     extraArgs,
@@ -189,7 +186,14 @@ func (c *Cluster) createChartPrerequisites(ctx context.Context) error {
 		files map[string]string
 	}{
 		{musterEtcdClientSecret, map[string]string{"ca.crt": c.pki.MusterEtcdCACert, "tls.crt": c.pki.MusterEtcdClientCert, "tls.key": c.pki.MusterEtcdClntKey}},
-		{musterWebhookClientCASecret, map[string]string{"ca.crt": c.pki.WebhookClientCACert}},
+	}
+	// webhook.clientAuth.mode Auto, the chart's default, turns client
+	// certificates on because this Secret exists.
+	if !c.opts.AnonymousWebhook {
+		secrets = append(secrets, struct {
+			name  string
+			files map[string]string
+		}{musterWebhookClientCASecret, map[string]string{"ca.crt": c.pki.WebhookClientCACert}})
 	}
 	for _, s := range secrets {
 		data, err := read(s.files)

@@ -36,7 +36,6 @@ func TestChartValuesRender(t *testing.T) {
 		"port: 40001",                           // the APIService and the Service
 		"port: 40002",                           // the webhooks and the Service
 		"--etcd-servers=https://127.0.0.1:2379", // Muster's etcd
-		"--webhook-client-ca-file=",             // kube-apiserver's client certificate only
 		"--cert-management=internal",            // Muster's own certificates
 		"- -v=2",                                // MusterArgs as extraArgs
 		HarnessRunsLabel + `: "true"`,           // no node runs the pods

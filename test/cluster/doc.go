@@ -30,10 +30,12 @@
 //   - etcd.mode external, at an etcd the harness runs (MusterEtcdURL) with
 //     TLS and client-certificate auth on a CA of its own, as the bundled
 //     one has: the bundled etcd is a StatefulSet, which kwok cannot run.
-//   - webhook.clientAuth.enabled, with the CA of the client certificate
-//     the harness's kube-apiserver presents to webhooks (admission.go):
-//     the chart's documented way to serve the webhook to kube-apiserver
-//     alone, which the harness has always tested.
+//   - the Secret muster-webhook-client-ca, with the CA of the client
+//     certificate the harness's kube-apiserver presents to webhooks
+//     (admission.go), created before the install, so that the default
+//     webhook.clientAuth.mode Auto serves the webhook to kube-apiserver
+//     alone; Options.AnonymousWebhook leaves it out, as a managed control
+//     plane would.
 //   - replicas is Options.MusterReplicas, preparePolicy.enabled
 //     Options.PreparePolicy, extraArgs Options.MusterArgs (shorter leader
 //     election timers for the suites), and the internal certificates'

@@ -85,6 +85,11 @@ type Options struct {
 	// manifests.PreparePolicyFile does; else the mutating webhook does the work
 	// (make perf compares both).
 	PreparePolicy bool
+	// AnonymousWebhook leaves out the Secret muster-webhook-client-ca, so
+	// that the chart's webhook.clientAuth.mode Auto answers any caller, as
+	// on a managed control plane whose kube-apiserver presents no client
+	// certificate (kube-apiserver here still presents one; it is ignored).
+	AnonymousWebhook bool
 	// MusterManifests are YAML files applied with kubectl before Muster
 	// starts, for example the RBAC its service account needs, with
 	// MusterByHand (the chart brings its own).

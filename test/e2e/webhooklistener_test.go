@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -237,4 +238,47 @@ func readinessProbeURL(t *testing.T, c *cluster.Cluster) string {
 		t.Fatalf("the readiness probe's port %q is none of %v", probe.HTTPGet.Port.String(), names)
 	}
 	return base + probe.HTTPGet.Path
+}
+
+// TestWebhookServesOnlyKubeAPIServer checks the default install where
+// kube-apiserver presents a client certificate: the harness creates the
+// Secret muster-webhook-client-ca before installing, so the chart's
+// webhook.clientAuth.mode Auto turns client certificates on, and a caller
+// without kube-apiserver's certificate is refused before its review is
+// read.
+func TestWebhookServesOnlyKubeAPIServer(t *testing.T) {
+	ctx := testContext(t, time.Minute)
+	trusted, err := env.WebhookClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	anonymous := trusted.Clone()
+	anonymous.Certificates = nil
+	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x"}}`)
+	for _, tt := range []struct {
+		name string
+		tls  *tls.Config
+		want int
+	}{
+		{"anonymous", anonymous, http.StatusUnauthorized},
+		{"with kube-apiserver's client certificate", trusted, http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tt.tls}}
+			defer client.CloseIdleConnections()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.MusterWebhookURL+manifests.MutatePath, bytes.NewReader(review))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("POST %s: %v", manifests.MutatePath, err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("POST %s %s: HTTP %d, want %d", manifests.MutatePath, tt.name, resp.StatusCode, tt.want)
+			}
+		})
+	}
 }

@@ -32,6 +32,23 @@ muster-apiserver.{{ .Release.Namespace }}.svc
 muster-webhook.{{ .Release.Namespace }}.svc
 {{- end }}
 
+{{/*
+"true" when muster-webhook serves only callers with a client certificate
+from webhook.clientAuth.caSecret: mode Required, or mode Auto and that
+Secret exists (lookup reads the cluster at install and upgrade; under
+helm template it finds nothing).
+*/}}
+{{- define "muster.webhookClientAuth" -}}
+{{- $auth := .Values.webhook.clientAuth -}}
+{{- if eq $auth.mode "Required" -}}
+true
+{{- else if eq $auth.mode "Auto" -}}
+{{- if lookup "v1" "Secret" .Release.Namespace $auth.caSecret -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end }}
+
 {{/* The serving certificate's Secret and its key and certificate items. */}}
 {{- define "muster.servingCertSecret" -}}
 {{- if eq .Values.certificates.mode "internal" -}}
