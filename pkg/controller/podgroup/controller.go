@@ -150,7 +150,7 @@ func New(cfg Config, kube kubernetes.Interface, muster versioned.Interface, inf 
 		stsLister:  inf.StatefulSets.Lister(),
 		nsSelector: sel,
 		synced:     []cache.InformerSynced{pods.Informer().HasSynced, namespaces.Informer().HasSynced, podGroups.Informer().HasSynced},
-		queue:      workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[scheduling.GroupKey](), workqueue.TypedRateLimitingQueueConfig[scheduling.GroupKey]{Name: "podgroup"}),
+		queue:      newQueue(), // fairqueue.go
 		recorder:   recorder,
 		memory:     newGroupMemories(),
 		created:    newCreatedGroups(cfg),

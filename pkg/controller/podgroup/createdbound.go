@@ -119,12 +119,20 @@ type createdGroups struct {
 	// takes one token, once, and a group paced by its bucket comes back
 	// when its turn is due, so N waiting groups cost N syncs, not N every
 	// time a token comes. A turn goes when its group exists (the informer
-	// brings it) or no pod waits for it any more (forget).
-	turns map[scheduling.GroupKey]time.Time
+	// brings it) or no pod waits for it any more (forget), which gives a
+	// turn not yet due back to its bucket: a tenant that deletes its pods
+	// before their groups' turns does not push its own later groups out.
+	turns map[scheduling.GroupKey]turn
 	// waiting holds, per namespace, the groups held at the bound: the
 	// PodGroup delete handler requeues them (releaseWaiting), and a sync
 	// that finds them held again marks them again.
 	waiting map[string]sets.Set[scheduling.GroupKey]
+}
+
+// turn is a group's reservation of a token, due from due.
+type turn struct {
+	due time.Time
+	r   *rate.Reservation
 }
 
 // newCreatedGroups returns the bounds of cfg.
@@ -133,7 +141,7 @@ func newCreatedGroups(cfg Config) *createdGroups {
 		qps:     rate.Limit(cfg.CreatedGroupQPS),
 		burst:   cfg.CreatedGroupBurst,
 		buckets: map[string]*rate.Limiter{},
-		turns:   map[scheduling.GroupKey]time.Time{},
+		turns:   map[scheduling.GroupKey]turn{},
 		waiting: map[string]sets.Set[scheduling.GroupKey]{},
 	}
 	g.sweepEvery = maxSweepPeriod
@@ -157,9 +165,9 @@ func (g *createdGroups) take(key scheduling.GroupKey, now time.Time) time.Durati
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if due, ok := g.turns[key]; ok {
-		if now.Before(due) {
-			return due.Sub(now) // woken early, by one of its pods
+	if t, ok := g.turns[key]; ok {
+		if now.Before(t.due) {
+			return t.due.Sub(now) // woken early, by one of its pods
 		}
 		return 0 // paid
 	}
@@ -170,8 +178,9 @@ func (g *createdGroups) take(key scheduling.GroupKey, now time.Time) time.Durati
 		g.buckets[key.Namespace] = b
 	}
 	// Validation keeps the burst at 1 or more, so the reservation is OK.
-	delay := b.ReserveN(now, 1).DelayFrom(now)
-	g.turns[key] = now.Add(delay)
+	r := b.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	g.turns[key] = turn{due: now.Add(delay), r: r}
 	return delay
 }
 
@@ -234,8 +243,16 @@ func (g *createdGroups) releaseWaiting(namespace string) []scheduling.GroupKey {
 // forget drops what is kept for the group of key: it exists now, or no pod
 // waits for it to be created.
 func (g *createdGroups) forget(key scheduling.GroupKey) {
+	g.forgetAt(key, time.Now())
+}
+
+// forgetAt is forget at now, which gives back a turn due after now.
+func (g *createdGroups) forgetAt(key scheduling.GroupKey, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.turns, key)
+	if t, ok := g.turns[key]; ok {
+		t.r.CancelAt(now) // nothing once it is due
+		delete(g.turns, key)
+	}
 	g.unmarkLocked(key)
 }

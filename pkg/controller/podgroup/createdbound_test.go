@@ -347,3 +347,35 @@ func (g *createdGroups) sizes() (buckets, turns, waiting int) {
 	defer g.mu.Unlock()
 	return len(g.buckets), len(g.turns), len(g.waiting)
 }
+
+// TestForgottenTurnsGoBack: a tenant that creates pods naming new groups
+// faster than its bucket fills, and deletes them before their groups'
+// turns, must not push its later groups out by the turns it gave up.
+func TestForgottenTurnsGoBack(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CreatedGroupQPS, cfg.CreatedGroupBurst = 1, 1
+	tests := []struct {
+		name   string
+		forget bool
+		want   time.Duration
+	}{
+		{"turns forgotten before they are due go back", true, time.Second},
+		{"turns kept stay reserved", false, 101 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newCreatedGroups(cfg)
+			g.take(gk("ns/first"), t0) // the burst: created at once
+			for i := range 100 {
+				key := gk(fmt.Sprintf("ns/churn-%d", i))
+				g.take(key, t0)
+				if tt.forget {
+					g.forgetAt(key, t0) // its pod deleted before its turn
+				}
+			}
+			if got := g.take(gk("ns/later"), t0); got != tt.want {
+				t.Errorf("a later group waits %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
