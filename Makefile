@@ -337,7 +337,7 @@ ABUSE_TIMEOUT ?= 20m
 
 abuse: build tools ## The hostile-tenant suite: a pods-only tenant tries every known attack while another runs gangs; prints latency, memory, refusals and counts.
 	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
-		$(GO) test $(GOFLAGS_TEST) -v -timeout $(ABUSE_TIMEOUT) -run '^TestAbuse$$' ./test/abuse/ $(if $(ABUSE_ARGS),-args $(ABUSE_ARGS))
+		$(GO) test $(GOFLAGS_TEST) -v -timeout $(ABUSE_TIMEOUT) -run '^TestAbuse' ./test/abuse/ $(if $(ABUSE_ARGS),-args $(ABUSE_ARGS))
 
 # The chaos suite's size: `make chaos` drives CHAOS_PODS pods, `make test`
 # CHAOS_PODS_TEST. CHAOS_ARGS adds flags, e.g. -chaos.seed=N to replay a run.

@@ -104,7 +104,7 @@ func TestAbuse(t *testing.T) {
 	for _, err := range countErrs {
 		t.Error(err)
 	}
-	stuck := deleteEverything(ctx, good, bad)
+	stuck := deleteEverything(ctx, good, bad, tenant{ns: bad.loose})
 	if stuck != "" {
 		t.Errorf("left stuck once every pod was deleted: %s", stuck)
 	}
@@ -334,8 +334,8 @@ func ratio(a, b time.Duration) float64 {
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 120 {
-		s = s[:120] + "..."
+	if len(s) > 240 {
+		s = s[:240] + "..."
 	}
 	return s
 }

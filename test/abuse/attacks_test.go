@@ -45,6 +45,9 @@ type attack struct {
 // attacks are run together, all at once, while the well-behaved tenant's
 // gangs are timed.
 func attacks() []attack {
+	// Where the attacks that go on record what they met, for their checks.
+	var stalled hostile.StallStats
+	var churn error
 	return []attack{
 		{item: "1", name: "a role of 2,000,000 workers created later", launch: hugeRole, verify: notAdmitted("huge-role")},
 		{item: "2", name: "a 68-year reservation of 11 × 10 cpu", launch: longReservation, verify: notAdmitted("long-reservation")},
@@ -55,9 +58,15 @@ func attacks() []attack {
 		{item: "7", name: "the tracking finalizer put back 3 times on a finished gang's pods", launch: finalizerPutBack, verify: countsStay("finished", 2, 0)},
 		{item: "8", name: "800 slow anonymous TLS clients dribbling a review body into the webhook", launch: slowWebhookClients},
 		{item: "9", name: "Muster's etcd restarted while labelled pods are created", launch: etcdRestart},
+		{item: "34.1", name: "22 anonymous connections holding 3 MiB review bodies, stalled before their last byte", launch: stalledBodies(&stalled), verify: reachedTheWebhook(&stalled)},
+		{item: "34.2", name: "gated pods with a 1.1 MiB nodeSelector", launch: fatNodeSelector},
+		{item: "34.2", name: "gated pods of 500 containers", launch: manyContainers},
+		{item: "34.2", name: "20 running unlabelled pods with 20 KiB of labels and 40 KiB of anti-affinity", launch: fatUnmanagedPods},
 		{item: "34.2", name: "a gated pod's node affinity grown to 20,000 hosts by update (KEP-3838)", launch: affinityGrownByUpdate},
 		{item: "34.2", name: "Muster's annotations grown by update with 4-byte characters", launch: wideAnnotationsByUpdate},
+		{item: "34.4", name: "pods naming a new group each, created and deleted, 20 a second, where no quota bounds groups", launch: groupChurn(&churn), verify: outcomeOf(&churn)},
 		{item: "34.8", name: "pods of the capacity-request class, to be spared by preemption", launch: capacityRequestClassPods},
+		{item: "34.9", name: "Muster's stolen token", launch: stolenToken},
 		{item: "more", name: "a gang of system-cluster-critical priority, to preempt the other tenant's gangs", launch: criticalGang},
 		{item: "more", name: "150 pods naming 150 groups, past the namespace's group quota", launch: groupFlood, last: true},
 		{item: "more", name: "malformed annotations", launch: malformedAnnotations},
@@ -356,7 +365,7 @@ func slowWebhookClients(ctx context.Context, m tenant) (string, func() string, e
 		return "", nil, fmt.Errorf("the webhook's address %q: %v", env.MusterWebhookURL, err)
 	}
 	start := time.Now()
-	stop := hostile.SlowWebhookClients(ctx, u.Host, 800, nil)
+	stop := hostile.SlowWebhookClientsFrom(ctx, attackerSource, u.Host, 800, nil)
 	said := fmt.Sprintf("800 connections opened in %v", time.Since(start).Round(time.Millisecond))
 	return said, func() string {
 		st := stop()

@@ -36,6 +36,10 @@ var malloryQuota = corev1.ResourceList{
 type tenant struct {
 	ns     string
 	client kubernetes.Interface
+	// loose is mallory's second namespace: the same Role and quota of cpu
+	// and pods, and no quota on PodGroups, so that what Muster's own
+	// bounds on groups made from pods hold is tried at their defaults.
+	loose string
 }
 
 // newNamespace creates a namespace for the suite, deleted when it ends.
@@ -56,32 +60,11 @@ func wellBehaved(t *testing.T, ctx context.Context) tenant {
 func mallory(t *testing.T, ctx context.Context) tenant {
 	t.Helper()
 	ns := newNamespace(t, ctx, "mallory")
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "pods-only", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""},
-			Resources: []string{"pods"},
-			Verbs:     []string{"create", "get", "list", "watch", "update", "patch", "delete", "deletecollection"},
-		}},
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "pods-only", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: malloryUser}},
-	}
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
-		Spec:       corev1.ResourceQuotaSpec{Hard: malloryQuota},
-	}
-	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	quota := podsOnly(t, ctx, ns, malloryQuota)
+	loose := newNamespace(t, ctx, "mallory-loose")
+	looseQuota := malloryQuota.DeepCopy()
+	delete(looseQuota, "count/podgroups.scheduling.muster.dev")
+	podsOnly(t, ctx, loose, looseQuota)
 	// A gang's priority is its pods' (docs/controller.md, "Gang
 	// preemption"), and a gang preempts gangs of lower priority in any
 	// namespace: so a cluster that shares its nodes polices which
@@ -131,9 +114,52 @@ func mallory(t *testing.T, ctx context.Context) tenant {
 	}); err != nil {
 		t.Fatalf("quota %s/%s never got its status: %v", ns, quota.Name, err)
 	}
+	if err := waitUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		q, err := kube.CoreV1().ResourceQuotas(loose).Get(ctx, quota.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, ok := q.Status.Used[corev1.ResourcePods]
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("quota %s/%s never got its status: %v", loose, quota.Name, err)
+	}
 	// Mallory may create pods, and nothing else.
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("mallory created a ConfigMap (err %v): the Role grants more than pods", err)
 	}
-	return tenant{ns: ns, client: client}
+	return tenant{ns: ns, client: client, loose: loose}
+}
+
+// podsOnly grants malloryUser pods, and nothing else, in ns, under a
+// ResourceQuota of hard, which it returns.
+func podsOnly(t *testing.T, ctx context.Context, ns string, hard corev1.ResourceList) *corev1.ResourceQuota {
+	t.Helper()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods-only", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""},
+			Resources: []string{"pods"},
+			Verbs:     []string{"create", "get", "list", "watch", "update", "patch", "delete", "deletecollection"},
+		}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods-only", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: malloryUser}},
+	}
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return quota
 }

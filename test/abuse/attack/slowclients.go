@@ -41,13 +41,14 @@ type SlowStats struct {
 // means no verification and no certificate, as an anonymous attacker. stop
 // ends every connection and returns what they did.
 func SlowWebhookClients(ctx context.Context, addr string, n int, tlsConfig *tls.Config) (stop func() SlowStats) {
-	if tlsConfig == nil {
-		tlsConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // an attacker does not verify
-	}
-	// HTTP/1.1: one request per connection, so n connections are n
-	// requests in flight.
-	tlsConfig = tlsConfig.Clone()
-	tlsConfig.NextProtos = []string{"http/1.1"}
+	return SlowWebhookClientsFrom(ctx, "", addr, n, tlsConfig)
+}
+
+// SlowWebhookClientsFrom is SlowWebhookClients from the source address
+// (an address of this host; "" for the system's choice), as a pod of the
+// attacker's calls from its own address and not kube-apiserver's.
+func SlowWebhookClientsFrom(ctx context.Context, source, addr string, n int, tlsConfig *tls.Config) (stop func() SlowStats) {
+	dialer := attackerDialer(source, tlsConfig)
 	ctx, cancel := context.WithCancel(ctx)
 	var stats SlowStats
 	var wg, started sync.WaitGroup
@@ -59,7 +60,7 @@ func SlowWebhookClients(ctx context.Context, addr string, n int, tlsConfig *tls.
 			once := sync.OnceFunc(started.Done)
 			defer once()
 			for ctx.Err() == nil {
-				slowRequest(ctx, addr, tlsConfig, &stats, once)
+				slowRequest(ctx, dialer, addr, &stats, once)
 				select {
 				case <-ctx.Done():
 				case <-time.After(slowByteEvery):
@@ -81,8 +82,7 @@ func SlowWebhookClients(ctx context.Context, addr string, n int, tlsConfig *tls.
 
 // slowRequest makes one slow request until the server cuts it off or ctx
 // ends; it calls started once the headers are sent or the dial failed.
-func slowRequest(ctx context.Context, addr string, tlsConfig *tls.Config, stats *SlowStats, started func()) {
-	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: tlsConfig}
+func slowRequest(ctx context.Context, dialer *tls.Dialer, addr string, stats *SlowStats, started func()) {
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		atomic.AddInt64(&stats.DialErrors, 1)
@@ -119,4 +119,21 @@ func slowRequest(ctx context.Context, addr string, tlsConfig *tls.Config, stats 
 			return
 		}
 	}
+}
+
+// attackerDialer dials TLS from source ("" for any address) with
+// tlsConfig, or, when nil, as an anonymous attacker that verifies nothing.
+// It speaks HTTP/1.1: one request per connection, so n connections are n
+// requests in flight.
+func attackerDialer(source string, tlsConfig *tls.Config) *tls.Dialer {
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // an attacker does not verify
+	}
+	tlsConfig = tlsConfig.Clone()
+	tlsConfig.NextProtos = []string{"http/1.1"}
+	nd := &net.Dialer{Timeout: 5 * time.Second}
+	if source != "" {
+		nd.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+	}
+	return &tls.Dialer{NetDialer: nd, Config: tlsConfig}
 }
