@@ -161,14 +161,7 @@ func fatUnmanagedPods(ctx context.Context, m tenant) (string, func() string, err
 	for i := range 20 {
 		p := malloryPod(m.ns, fmt.Sprintf("unmanaged-%d", i), "", nil)
 		p.Labels = labels
-		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-					Key: "example.com/never", Operator: metav1.LabelSelectorOpIn, Values: values,
-				}}},
-				TopologyKey: corev1.LabelHostname,
-			}},
-		}}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: perNode("example.com/never", values)}}
 		pods = append(pods, p)
 	}
 	accepted, refused, first := createAll(ctx, m, pods)

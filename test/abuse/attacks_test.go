@@ -223,14 +223,7 @@ func hugeAffinity(ctx context.Context, m tenant) (string, func() string, error) 
 	var pods []*corev1.Pod
 	for i := range 30 {
 		p := malloryPod(m.ns, fmt.Sprintf("affinity-%d", i), "affinity", map[string]string{scheduling.MinCountAnnotation: "30"})
-		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-					Key: "app", Operator: metav1.LabelSelectorOpIn, Values: values,
-				}}},
-				TopologyKey: corev1.LabelHostname,
-			}},
-		}}
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: perNode("app", values)}}
 		pods = append(pods, p)
 	}
 	return tally(createAll(ctx, m, pods)), nil, nil
@@ -655,4 +648,15 @@ func capacityRequestClassPods(ctx context.Context, m tenant) (string, func() str
 		return "", nil, fmt.Errorf("%d accepted, %d refused (%v); want every one refused on spec.priorityClassName", accepted, refused, first)
 	}
 	return tally(accepted, refused, first), nil, nil
+}
+
+// perNode is one required pod (anti-)affinity term: pods whose label key
+// has one of values, on the same node.
+func perNode(key string, values []string) []corev1.PodAffinityTerm {
+	return []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: key, Operator: metav1.LabelSelectorOpIn, Values: values,
+		}}},
+		TopologyKey: corev1.LabelHostname,
+	}}
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +42,7 @@ func TestAbusePreemption(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adding the pool's nodes: %v", err)
 	}
-	low, high := priorityClass(t, ctx, pool+"-low", 100), priorityClass(t, ctx, pool+"-high", 1000)
+	low, high := env.NewPriorityClass(t, ctx, pool+"-low", 100), env.NewPriorityClass(t, ctx, pool+"-high", 1000)
 
 	// The victim: a gang of 4 pods of 15 cpu, two on each node, filling it.
 	var gang []*corev1.Pod
@@ -170,20 +168,4 @@ func poolPod(ns, name, pool, cpu string) *corev1.Pod {
 	p.Spec.NodeSelector = map[string]string{poolKey: pool}
 	p.Spec.Tolerations = []corev1.Toleration{{Key: poolKey, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
 	return p
-}
-
-// priorityClass creates a PriorityClass of value, deleted when the test
-// ends.
-func priorityClass(t *testing.T, ctx context.Context, name string, value int32) string {
-	t.Helper()
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if _, err := kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PriorityClass %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := kube.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting PriorityClass %s: %v", name, err)
-		}
-	})
-	return name
 }

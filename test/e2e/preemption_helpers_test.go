@@ -12,7 +12,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,16 +32,7 @@ import (
 // namespace so that tests never share one.
 func priorityClass(t *testing.T, ctx context.Context, name string, value int32) string {
 	t.Helper()
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-	if _, err := kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PriorityClass %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := kube.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !isNotFound(err) {
-			t.Errorf("deleting PriorityClass %s: %v", name, err)
-		}
-	})
-	return name
+	return env.NewPriorityClass(t, ctx, name, value)
 }
 
 // withPriorityClass gives a pod a PriorityClass.

@@ -83,20 +83,15 @@ func SlowWebhookClientsFrom(ctx context.Context, source, addr string, n int, tls
 // slowRequest makes one slow request until the server cuts it off or ctx
 // ends; it calls started once the headers are sent or the dial failed.
 func slowRequest(ctx context.Context, dialer *tls.Dialer, addr string, stats *SlowStats, started func()) {
-	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	conn, head, closeConn, err := dialReview(ctx, dialer, addr, slowBodyBytes)
 	if err != nil {
 		atomic.AddInt64(&stats.DialErrors, 1)
 		started()
 		return
 	}
 	atomic.AddInt64(&stats.Connections, 1)
-	defer conn.Close()
-	stopOnCancel := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stopOnCancel()
-
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-		manifests.MutatePath, addr, slowBodyBytes)
-	_, err = conn.Write([]byte(head))
+	defer closeConn()
+	_, err = conn.Write(head)
 	started()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -136,4 +131,18 @@ func attackerDialer(source string, tlsConfig *tls.Config) *tls.Dialer {
 		nd.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
 	}
 	return &tls.Dialer{NetDialer: nd, Config: tlsConfig}
+}
+
+// dialReview dials addr and returns the connection, the head of a POST of
+// a review body of size bytes to manifests.MutatePath, and what closes the
+// connection, which ctx's end does too.
+func dialReview(ctx context.Context, dialer *tls.Dialer, addr string, size int) (net.Conn, []byte, func(), error) {
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stopOnCancel := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		manifests.MutatePath, addr, size)
+	return conn, []byte(head), func() { stopOnCancel(); _ = conn.Close() }, nil
 }

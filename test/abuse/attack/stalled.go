@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/muster-dev/muster/pkg/manifests"
 )
 
 // stalledRetry is how long a stalled client waits before it connects
@@ -73,20 +70,16 @@ func StalledBodies(ctx context.Context, source, addr string, n, size int, tlsCon
 // stalledRequest makes one stalled request and waits for the server's
 // answer or its closing of the connection.
 func stalledRequest(ctx context.Context, dialer *tls.Dialer, addr string, size int, body []byte, stats *StallStats) {
-	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	conn, head, closeConn, err := dialReview(ctx, dialer, addr, size)
 	if err != nil {
 		atomic.AddInt64(&stats.DialErrors, 1)
 		return
 	}
 	atomic.AddInt64(&stats.Connections, 1)
-	defer conn.Close()
-	stopOnCancel := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stopOnCancel()
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-		manifests.MutatePath, addr, size)
+	defer closeConn()
 	// The server may answer, and close, before the whole body is sent: what
 	// it says is read either way.
-	_, _ = conn.Write(append([]byte(head), body...))
+	_, _ = conn.Write(append(head, body...))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if ctx.Err() != nil {
 		return
