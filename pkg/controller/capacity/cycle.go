@@ -155,13 +155,14 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		s.Discard(res)
 		requested()
 		var keep func(*corev1.Pod) bool // nil: the idle cluster has no pod
-		judged := judgeIdle(c.Pods)
+		devices := s.idlesDevices()
+		judged := judgeIdle(c.Pods, devices)
 		if !judged && strategy == StrictFIFO {
 			// This gang would close the queue: judge it on the idle
 			// cluster that keeps the pods its pod affinity needs. Once per
 			// cycle at most, since the first gang that does not fit and
 			// is not skipped becomes the head.
-			keep, judged = judgeIdleKeeping(c.Pods, s.namespaceLabels)
+			keep, judged = judgeIdleKeeping(c.Pods, s.namespaceLabels, devices)
 		}
 		if judged {
 			on, but := empty, ""
@@ -171,8 +172,11 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 				empty = s.Empty()
 				on = empty
 			}
-			placed := on.Place(c.Pods, c.Copies...)
-			on.Discard(placed)
+			var placed Result
+			s.idleDevicesFor(func() {
+				placed = on.Place(c.Pods, c.Copies...)
+				on.Discard(placed)
+			})
 			if placed.Placed() < c.Need {
 				verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNeverFits,
 					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, but, placed.Placed(), placed.Short)})
@@ -197,12 +201,13 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 
 // judgeIdle reports whether a gang that does not fit the idle cluster can
 // never fit. Not for a gang with required pod affinity, which may need the
-// very pods that idling removes (judgeIdleKeeping judges it), nor for one
-// with devices, which the idle cluster cannot free: those wait as
+// very pods that idling removes (judgeIdleKeeping judges it), nor, unless
+// devices (the snapshot frees every device while it judges,
+// idleDevicesFor), for one with devices: those wait as
 // InsufficientCapacity.
-func judgeIdle(pods []*corev1.Pod) bool {
+func judgeIdle(pods []*corev1.Pod, devices bool) bool {
 	for _, p := range pods {
-		if len(p.Spec.ResourceClaims) > 0 || requiredPodAffinity(p) != nil {
+		if (len(p.Spec.ResourceClaims) > 0 && !devices) || requiredPodAffinity(p) != nil {
 			return false
 		}
 	}
@@ -216,8 +221,10 @@ func judgeIdle(pods []*corev1.Pod) bool {
 // select may change that, which the next cycle sees. A term's
 // namespaceSelector is matched against nsLabels, the namespaces' labels
 // as the scheduler's filters read them (nil: such a term is not judged).
-// Not for a gang with devices.
-func judgeIdleKeeping(pods []*corev1.Pod, nsLabels func(string) (labels.Set, bool)) (keep func(*corev1.Pod) bool, ok bool) {
+// Not for a gang with devices unless devices, as judgeIdle; the kept
+// pods' devices count as free then, which can only judge fewer gangs
+// never to fit.
+func judgeIdleKeeping(pods []*corev1.Pod, nsLabels func(string) (labels.Set, bool), devices bool) (keep func(*corev1.Pod) bool, ok bool) {
 	type term struct {
 		namespaces map[string]bool // nil, and no nsSelector: every namespace
 		nsSelector labels.Selector // besides namespaces, as upstream unions them
@@ -225,7 +232,7 @@ func judgeIdleKeeping(pods []*corev1.Pod, nsLabels func(string) (labels.Set, boo
 	}
 	var terms []term
 	for _, p := range pods {
-		if len(p.Spec.ResourceClaims) > 0 {
+		if len(p.Spec.ResourceClaims) > 0 && !devices {
 			return nil, false
 		}
 		for _, t := range requiredPodAffinity(p) {

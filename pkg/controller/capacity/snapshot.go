@@ -82,6 +82,24 @@ func (s *Snapshot) Empty() *Snapshot {
 	return e
 }
 
+// idlesDevices reports whether idleDevicesFor frees every device: the
+// filters place devices (DRA) through Muster's tracker of them.
+func (s *Snapshot) idlesDevices() bool {
+	return s.filters != nil && s.filters.devices != nil
+}
+
+// idleDevicesFor runs judge, on an idle snapshot (Empty, EmptyKeeping),
+// with every device free but those its own placements pick: the devices
+// of the idle cluster, which Empty alone cannot free since the DRA
+// manager, not the nodes, holds them.
+func (s *Snapshot) idleDevicesFor(judge func()) {
+	if !s.idlesDevices() {
+		judge()
+		return
+	}
+	s.filters.devices.claims.idleFor(judge)
+}
+
 // EmptyKeeping is Empty with the pods keep selects left on their nodes:
 // the cluster idle but for them.
 func (s *Snapshot) EmptyKeeping(keep func(*corev1.Pod) bool) *Snapshot {

@@ -83,6 +83,11 @@ type claimsFreeing struct {
 	pending map[types.UID]struct{}
 	// freed is what the evicted pods free; valid unless stale.
 	freed *freedClaims
+	// idle is set while a gang is judged on the idle cluster (idleFor):
+	// every device counts as free but those that the allocations
+	// signalled since, in idlePending, picked.
+	idle        bool
+	idlePending map[types.UID]struct{}
 }
 
 type usedClaim struct {
@@ -284,8 +289,59 @@ func (c *claimsFreeing) subtraction() *deviceHoldings {
 	return &out
 }
 
-// ListAllAllocatedDevices is the tracker's answer less the freed devices.
+// idleFor runs judge with every device free but those the allocations it
+// makes pick: the devices of the idle cluster, where no pod holds one.
+func (c *claimsFreeing) idleFor(judge func()) {
+	c.mu.Lock()
+	c.idle, c.idlePending = true, map[types.UID]struct{}{}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.idle, c.idlePending = false, nil
+		c.mu.Unlock()
+	}()
+	judge()
+}
+
+// idleHeld is what the allocations in flight since idleFor began hold,
+// counted as the scheduler's tracker counts them (a share without
+// consumable capacity holds its whole device); nil when not idle.
+func (c *claimsFreeing) idleHeld() *deviceHoldings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.idle {
+		return nil
+	}
+	h := &deviceHoldings{}
+	for uid := range c.idlePending {
+		a := c.ResourceClaimTracker.GetPendingAllocation(uid)
+		if a == nil {
+			continue
+		}
+		for _, r := range a.Devices.Results {
+			if ptr.Deref(r.AdminAccess, false) {
+				continue
+			}
+			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+			if r.ShareID == nil || !c.consumable {
+				h.devices = append(h.devices, id)
+				continue
+			}
+			h.shares = append(h.shares, structured.MakeSharedDeviceID(id, r.ShareID))
+			if r.ConsumedCapacity != nil {
+				h.capacities = append(h.capacities, structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+			}
+		}
+	}
+	return h
+}
+
+// ListAllAllocatedDevices is the tracker's answer less the freed devices;
+// while idle, only what the idle judgement picked.
 func (c *claimsFreeing) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+	if h := c.idleHeld(); h != nil {
+		return sets.New(h.devices...), nil
+	}
 	all, err := c.ResourceClaimTracker.ListAllAllocatedDevices()
 	if err != nil {
 		return all, err
@@ -299,6 +355,17 @@ func (c *claimsFreeing) ListAllAllocatedDevices() (sets.Set[structured.DeviceID]
 // GatherAllocatedState is the tracker's answer less the freed devices,
 // shares and consumed capacity.
 func (c *claimsFreeing) GatherAllocatedState() (*structured.AllocatedState, error) {
+	if h := c.idleHeld(); h != nil {
+		st := &structured.AllocatedState{
+			AllocatedDevices:         sets.New(h.devices...),
+			AllocatedSharedDeviceIDs: sets.New(h.shares...),
+			AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+		}
+		for _, cc := range h.capacities {
+			st.AggregatedCapacity.Insert(cc)
+		}
+		return st, nil
+	}
 	st, err := c.ResourceClaimTracker.GatherAllocatedState()
 	if err != nil || st == nil {
 		return st, err
@@ -320,6 +387,9 @@ func (c *claimsFreeing) SignalClaimPendingAllocation(uid types.UID, claim *resou
 	}
 	c.mu.Lock()
 	c.pending[uid] = struct{}{}
+	if c.idle {
+		c.idlePending[uid] = struct{}{}
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -331,6 +401,7 @@ func (c *claimsFreeing) MaybeRemoveClaimPendingAllocation(uid types.UID, force b
 	if deleted {
 		c.mu.Lock()
 		delete(c.pending, uid)
+		delete(c.idlePending, uid)
 		c.mu.Unlock()
 	}
 	return deleted

@@ -336,3 +336,83 @@ func sorted(s sets.Set[structured.DeviceID]) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestStrictFIFOJudgesDevicesOnTheIdleCluster: a StrictFIFO head whose
+// gang needs devices is judged on the idle cluster, where every device is
+// free: one that needs more devices than the cluster has can never fit
+// and is skipped, so it cannot hold the queue for ever; one whose devices
+// are only held by running pods stays the head.
+func TestStrictFIFOJudgesDevicesOnTheIdleCluster(t *testing.T) {
+	two := []*corev1.Node{node("a", "32", "64Gi"), node("b", "32", "64Gi")}
+	// Every device of the cluster's 4 is held: low's on a, peer's on b.
+	holders := []running{
+		{key: "low", priority: 1, nodes: []string{"a", "a"}, cpu: "1", claims: true},
+		{key: "peer", priority: 1, nodes: []string{"b", "b"}, cpu: "1", claims: true},
+	}
+	held := []runtime.Object{
+		heldClaim("low-0", "a", "gpu-0", "low-0"), heldClaim("low-1", "a", "gpu-1", "low-1"),
+		heldClaim("peer-0", "b", "gpu-0", "peer-0"), heldClaim("peer-1", "b", "gpu-1", "peer-1"),
+	}
+	small := Candidate{Key: gk("small"), Priority: 0, Created: t0.Add(time.Second), Pods: pods("small", 1, "1"), Need: 1}
+	tests := []struct {
+		name      string
+		objs      []runtime.Object
+		head      Candidate
+		want      map[string]Cause
+		wantAdmit []string
+	}{
+		{
+			name:      "a gang of more devices than the cluster has is skipped, and the gang behind it admitted",
+			objs:      claims("five", 5),
+			head:      gpuGang("five", 10, 5, "1"),
+			want:      map[string]Cause{"five": CauseNeverFits, "small": CauseNone},
+			wantAdmit: []string{"small"},
+		},
+		{
+			name: "a gang whose devices running pods hold stays the head",
+			objs: claims("four", 4),
+			head: gpuGang("four", 10, 4, "1"),
+			want: map[string]Cause{"four": CauseNoRoom, "small": CauseQueued},
+		},
+		{
+			name: "three pods of a device each on a node of two: the idle judgement counts its own picks",
+			objs: claims("pairs", 3),
+			head: func() Candidate {
+				c := gpuGang("pairs", 10, 3, "1")
+				// Were its own picks not counted, each pod would take
+				// node a's first device.
+				for _, p := range c.Pods {
+					p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "a"}
+				}
+				return c
+			}(),
+			want:      map[string]Cause{"pairs": CauseNeverFits, "small": CauseNone},
+			wantAdmit: []string{"small"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := append(append(draCluster(2, "a", "b"), held...), tc.objs...)
+			f := filtersFor(t, objs...)
+			tr := trackerRunning(two, holders)
+			opts := Options{Strategy: StrictFIFO, Now: t0.Add(120 * time.Second)}
+			got := map[string]Cause{}
+			var admitted []string
+			for _, v := range Admit(tr.Snapshot(f), []Candidate{tc.head, small}, opts) {
+				got[v.Key.String()] = v.Cause
+				if v.Admit {
+					admitted = append(admitted, v.Key.String())
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("causes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAdmit, admitted); diff != "" {
+				t.Errorf("admitted (-want +got):\n%s", diff)
+			}
+			if st := allocated(t, f); st.Len() != countAllocated(objs) {
+				t.Errorf("after the cycle %d devices are allocated (%v), want the %d the claims hold", st.Len(), st.UnsortedList(), countAllocated(objs))
+			}
+		})
+	}
+}
