@@ -116,6 +116,16 @@ type deviceHoldings struct {
 // capacity a share counts as its whole device. Such a device may have
 // other shares, of claims not freed, so it is left allocated.
 func (h *deviceHoldings) add(a *resourcev1.AllocationResult, consumable bool) {
+	h.addResults(a, consumable, false)
+}
+
+// addHeld counts what an allocation holds, a share without consumable
+// capacity as its whole device: what is allocated, not what may be freed.
+func (h *deviceHoldings) addHeld(a *resourcev1.AllocationResult, consumable bool) {
+	h.addResults(a, consumable, true)
+}
+
+func (h *deviceHoldings) addResults(a *resourcev1.AllocationResult, consumable, sharesWhole bool) {
 	if a == nil {
 		return
 	}
@@ -125,7 +135,7 @@ func (h *deviceHoldings) add(a *resourcev1.AllocationResult, consumable bool) {
 		}
 		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
 		switch {
-		case r.ShareID == nil:
+		case r.ShareID == nil, sharesWhole && !consumable:
 			h.devices = append(h.devices, id)
 		case consumable:
 			h.shares = append(h.shares, structured.MakeSharedDeviceID(id, r.ShareID))
@@ -314,24 +324,7 @@ func (c *claimsFreeing) idleHeld() *deviceHoldings {
 	}
 	h := &deviceHoldings{}
 	for uid := range c.idlePending {
-		a := c.ResourceClaimTracker.GetPendingAllocation(uid)
-		if a == nil {
-			continue
-		}
-		for _, r := range a.Devices.Results {
-			if ptr.Deref(r.AdminAccess, false) {
-				continue
-			}
-			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-			if r.ShareID == nil || !c.consumable {
-				h.devices = append(h.devices, id)
-				continue
-			}
-			h.shares = append(h.shares, structured.MakeSharedDeviceID(id, r.ShareID))
-			if r.ConsumedCapacity != nil {
-				h.capacities = append(h.capacities, structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
-			}
-		}
+		h.addHeld(c.ResourceClaimTracker.GetPendingAllocation(uid), c.consumable)
 	}
 	return h
 }
