@@ -3,6 +3,8 @@ package manifests
 import (
 	"fmt"
 	"strings"
+
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
 
 // Helpers that spell CEL expressions over the admitted pod, so that the
@@ -52,4 +54,30 @@ func celList(root, path string) string {
 // celString quotes s as a single-quoted CEL string literal.
 func celString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// Muster's CEL runs in kube-apiserver on requests a tenant writes, so an
+// expression must not cost more than a constant number of steps on a list
+// the tenant chose the length of. kube-apiserver tracks the cost of every
+// expression, and cel-go's cost tracker makes a comprehension (all,
+// exists, filter, map) quadratic in time in its list's length: 100,000
+// finalizers made one exists() take 14 s of kube-apiserver's CPU, within
+// the cost budget (`make bench`, BenchmarkPolicyOnLongLists). So a lookup
+// is `in`, one call in Go; a comprehension runs only over a list whose
+// length is bounded, by a literal, a size() test before it, or a bound the
+// policies hold the pod to (TestPoliciesRunInBoundedSteps).
+
+// celListHas holds when the list of strings at path on root holds item (a
+// CEL literal), by one lookup.
+func celListHas(root, path, item string) string {
+	return fmt.Sprintf("(has(%[1]s.%[2]s) && %[3]s in %[1]s.%[2]s)", root, path, item)
+}
+
+// celHasGate holds when root's scheduling gates hold the gate named name. A
+// gate is an object, found only by comprehension, which runs on at most
+// scheduling.MaxPodSchedulingGates gates: a pod with more counts as not
+// having it (and muster-pod-labels refuses such a labelled pod).
+func celHasGate(root, name string) string {
+	gates := celList(root, "spec.schedulingGates")
+	return fmt.Sprintf("(size(%[1]s) <= %[3]d && %[1]s.exists(g, g.name == %[2]s))", gates, celString(name), scheduling.MaxPodSchedulingGates)
 }

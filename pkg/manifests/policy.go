@@ -115,6 +115,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	})
 	validations = append(validations, updateBounds()...) // policy_updatebounds.go
 	validations = append(validations, containerBound())  // policy_updatebounds.go
+	validations = append(validations, countBounds()...)  // policy_updatebounds.go
 	p := podUpdatePolicy(LabelsPolicyName, vars, validations)
 	// Creates too, in place of a webhook call for every new labelled pod.
 	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules, policyPodRules(admissionregistrationv1.Create, "pods")...)

@@ -76,7 +76,7 @@ func celEnded(root string) string {
 
 // celHasFinalizer holds when the pod at root carries the tracking finalizer.
 func celHasFinalizer(root string) string {
-	return fmt.Sprintf("%s.exists(f, f == %s)", celList(root, "metadata.finalizers"), celString(scheduling.TrackingFinalizer))
+	return celListHas(root, "metadata.finalizers", celString(scheduling.TrackingFinalizer))
 }
 
 // WritesPolicy returns the policy that lets Muster's controller change a pod
@@ -121,8 +121,9 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		// change once the pod exists (muster-pod-labels), so the old pod's
 		// label is the new one's.
 		{Name: "managed", Expression: fmt.Sprintf("has(oldObject.metadata.labels) && %s in oldObject.metadata.labels", celString(scheduling.PodGroupLabel))},
-		{Name: "gated", Expression: fmt.Sprintf("%s.exists(n, n == %s)", gates("oldObject"), celString(scheduling.AdmissionGate))},
-		{Name: "gatesChanged", Expression: gates("object") + " != " + gates("oldObject")},
+		{Name: "gated", Expression: celHasGate("oldObject", scheduling.AdmissionGate)},
+		// A gate has only its name: the lists compare in one call.
+		{Name: "gatesChanged", Expression: celList("object", "spec.schedulingGates") + " != " + celList("oldObject", "spec.schedulingGates")},
 		// On a DELETE there is no object: the rules of an update are
 		// skipped, and only preemption's rule for deletes applies.
 		{Name: "deleting", Expression: fmt.Sprintf("request.operation == %s", celString(string(admissionregistrationv1.Delete)))},
@@ -150,9 +151,11 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 
 	// Every label but scheduling.muster.dev/counted stays as it was.
 	counted := celString(scheduling.CountedLabel)
-	othersKept := fmt.Sprintf("(!has(object.metadata.labels) || object.metadata.labels.all(k, k == %[1]s || "+
+	// Compared whole first, in one call: a status write to a pod of any
+	// length of labels costs no comprehension.
+	othersKept := celUnchanged("metadata.labels") + " || " + fmt.Sprintf("((!has(object.metadata.labels) || object.metadata.labels.all(k, k == %[1]s || "+
 		"(has(oldObject.metadata.labels) && k in oldObject.metadata.labels && oldObject.metadata.labels[k] == object.metadata.labels[k]))) && "+
-		"(!has(oldObject.metadata.labels) || oldObject.metadata.labels.all(k, k == %[1]s || (has(object.metadata.labels) && k in object.metadata.labels)))", counted)
+		"(!has(oldObject.metadata.labels) || oldObject.metadata.labels.all(k, k == %[1]s || (has(object.metadata.labels) && k in object.metadata.labels))))", counted)
 	countedKept := celKeyOpt("object", "metadata.labels", scheduling.CountedLabel) + " == " + celKeyOpt("oldObject", "metadata.labels", scheduling.CountedLabel)
 	// That one is set once, on a pod of a group, in the write that takes
 	// the finalizer off a counted pod (pkg/controller/podgroup/patch.go).
@@ -165,7 +168,7 @@ func WritesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			fmt.Sprintf("it may set %s only once, on a pod with the label %s, in the write that removes its finalizer", scheduling.CountedLabel, scheduling.PodGroupLabel)),
 		unchanged("metadata.annotations"),
 		unchanged("metadata.ownerReferences"),
-		deny(finalizers("object")+" == "+finalizers("oldObject"), "metadata.finalizers", "it may not change another finalizer"),
+		deny(celUnchanged("metadata.finalizers")+" || "+finalizers("object")+" == "+finalizers("oldObject"), "metadata.finalizers", "it may not change another finalizer"),
 		// A finalizer put on a pod Muster does not manage would hold it
 		// for ever; one put on an ended pod would count it again.
 		deny(fmt.Sprintf("%s || !(%s) || (variables.managed && !(%s))", celHasFinalizer("oldObject"), celHasFinalizer("object"), celEnded("oldObject")),

@@ -88,14 +88,45 @@ func annotationBytes(root string, keys []string) string {
 // affinityBytes is CEL for about how many bytes of JSON root's required
 // node affinity takes: each requirement's key, operator and values as
 // UTF-8, plus the JSON around them (about 40 bytes a requirement and 3 a
-// value), so that short values cannot pass the bound many times over.
+// value), so that short values cannot pass the bound many times over. It
+// runs in steps bounded whatever the affinity's length (cel.go): a value
+// list is measured by join, in one call, and the terms and requirements
+// are counted first; where there are more than the bound can hold (a term
+// takes at least 30 bytes, a requirement 40), the answer is that lower
+// bound, past MaxPodSchedulingBytes, and no comprehension runs over them.
 func affinityBytes(root string) string {
 	terms := celOpt(root, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
+	count := func(list string) string {
+		return fmt.Sprintf("(has(t.%[1]s) ? size(t.%[1]s) : 0)", list)
+	}
 	reqs := func(list string) string {
 		return fmt.Sprintf("(has(t.%[1]s) ? t.%[1]s.map(r, 40 + size(bytes(r.key)) + size(bytes(r.operator)) + "+
-			"(has(r.values) ? r.values.map(v, 3 + size(bytes(v))).sum() : 0)).sum() : 0)", list)
+			"(has(r.values) ? 3 * size(r.values) + size(bytes(r.values.join(''))) : 0)).sum() : 0)", list)
 	}
-	return fmt.Sprintf("(size(%[1]s) == 0 ? 0 : %[1]s[0].map(t, 30 + %[2]s + %[3]s).sum())", terms, reqs("matchExpressions"), reqs("matchFields"))
+	requirements := fmt.Sprintf("%s[0].map(t, %s + %s).sum()", terms, count("matchExpressions"), count("matchFields"))
+	measured := fmt.Sprintf("%s[0].map(t, 30 + %s + %s).sum()", terms, reqs("matchExpressions"), reqs("matchFields"))
+	return fmt.Sprintf("(size(%[1]s) == 0 ? 0 : size(%[1]s[0]) > %[2]d ? 30 * size(%[1]s[0]) : %[3]s > %[4]d ? 40 * %[3]s : %[5]s)",
+		terms, scheduling.MaxPodSchedulingBytes/30, requirements, scheduling.MaxPodSchedulingBytes/40, measured)
+}
+
+// countBounds are the bounds on a labelled pod's scheduling gates and
+// finalizers (scheduling.MaxPodSchedulingGates, MaxPodFinalizers): at most
+// so many on create, and an update may not grow them past it.
+func countBounds() []admissionregistrationv1.Validation {
+	bound := func(path string, most int, name string) admissionregistrationv1.Validation {
+		n := fmt.Sprintf("size(%s)", celList("object", path))
+		return admissionregistrationv1.Validation{
+			Expression: fmt.Sprintf("%[1]s <= %[2]d || (oldObject != null && %[1]s <= size(%[3]s))", n, most, celList("oldObject", path)),
+			MessageExpression: fmt.Sprintf("'%s: Too many: ' + string(%s) + ': must have at most %d items on a pod with the %s label, "+
+				"and an update may not add past that; Muster\\'s admission policies look through them on every write of the pod (%s)'",
+				path, n, most, scheduling.PodGroupLabel, name),
+			Reason: ptr.To(metav1.StatusReasonInvalid),
+		}
+	}
+	return []admissionregistrationv1.Validation{
+		bound("spec.schedulingGates", scheduling.MaxPodSchedulingGates, "MaxPodSchedulingGates"),
+		bound("metadata.finalizers", scheduling.MaxPodFinalizers, "MaxPodFinalizers"),
+	}
 }
 
 // containerBound is the create's bound on a labelled pod's containers and

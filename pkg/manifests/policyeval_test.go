@@ -44,7 +44,7 @@ var musterAccount = serviceaccount.UserInfo("muster-system", "muster-apiserver",
 // leave the request alone; denied are the messages of the validations that
 // deny it. An expression that fails to compile or to evaluate fails the
 // test: under failurePolicy Fail it would deny, but for no rule's reason.
-func evalPolicy(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy, r policyRequest) (matched bool, denied []string) {
+func evalPolicy(t testing.TB, p *admissionregistrationv1.ValidatingAdmissionPolicy, r policyRequest) (matched bool, denied []string) {
 	t.Helper()
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {

@@ -27,9 +27,9 @@ const PreparePolicyName = "muster-pod-prepare"
 // preparedExpression holds when a pod has the gate, the finalizer and the
 // managed label that Muster adds at creation.
 var preparedExpression = fmt.Sprintf(
-	"%s.exists(g, g.name == %s) && %s.exists(f, f == %s) && %s == [%s]",
-	celList("object", "spec.schedulingGates"), celString(scheduling.AdmissionGate),
-	celList("object", "metadata.finalizers"), celString(scheduling.TrackingFinalizer),
+	"%s && %s && %s == [%s]",
+	celHasGate("object", scheduling.AdmissionGate),
+	celListHas("object", "metadata.finalizers", celString(scheduling.TrackingFinalizer)),
 	celKeyOpt("object", "metadata.labels", scheduling.ManagedLabel), celString("true"))
 
 // unboundExpression holds when a pod is not bound at creation: the API
@@ -44,18 +44,18 @@ const unboundExpression = "!has(object.spec.nodeName) || object.spec.nodeName ==
 // patch does (pkg/webhook/pods/mutate.go). A JSON patch costs kube-apiserver less than an
 // apply configuration, which goes through a server-side apply merge.
 func PreparePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
-	gates, finalizers := celList("object", "spec.schedulingGates"), celList("object", "metadata.finalizers")
 	gate, finalizer := celString(scheduling.AdmissionGate), celString(scheduling.TrackingFinalizer)
-	patch := fmt.Sprintf(`(%[1]s.exists(g, g.name == %[2]s) ? [] :
+	patch := fmt.Sprintf(`(%[1]s ? [] :
   has(object.spec.schedulingGates) ?
     [JSONPatch{op: "add", path: "/spec/schedulingGates/-", value: Object.spec.schedulingGates{name: %[2]s}}] :
     [JSONPatch{op: "add", path: "/spec/schedulingGates", value: [Object.spec.schedulingGates{name: %[2]s}]}]) +
-(%[3]s.exists(f, f == %[4]s) ? [] :
+(%[3]s ? [] :
   has(object.metadata.finalizers) ?
     [JSONPatch{op: "add", path: "/metadata/finalizers/-", value: %[4]s}] :
     [JSONPatch{op: "add", path: "/metadata/finalizers", value: [%[4]s]}]) +
 [JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey(%[5]s), value: %[6]s}]`,
-		gates, gate, finalizers, finalizer, celString(scheduling.ManagedLabel), celString("true"))
+		celHasGate("object", scheduling.AdmissionGate), gate, celListHas("object", "metadata.finalizers", finalizer), finalizer,
+		celString(scheduling.ManagedLabel), celString("true"))
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: PreparePolicyName},

@@ -132,9 +132,18 @@ const NeedsMutationConditionName = "needs-mutation"
 // webhook has work on: it lacks the gate, the finalizer or the managed
 // label (PreparePolicy, where it runs, adds them first), or its group is
 // named after its workload instance (scheduling.GroupByAnnotation), which
-// only the webhook does.
-var NeedsMutationExpression = fmt.Sprintf("!(%s) || (has(object.metadata.annotations) && %s in object.metadata.annotations)",
-	preparedExpression, celString(scheduling.GroupByAnnotation))
+// only the webhook does; and its gates and finalizers are within their
+// bounds (countsBounded).
+var NeedsMutationExpression = fmt.Sprintf("%s && (!(%s) || (has(object.metadata.annotations) && %s in object.metadata.annotations))",
+	countsBounded, preparedExpression, celString(scheduling.GroupByAnnotation))
+
+// countsBounded holds when a pod's scheduling gates and finalizers are
+// within scheduling.MaxPodSchedulingGates and MaxPodFinalizers. Neither
+// webhook is sent a pod past them: muster-pod-labels refuses it, naming
+// the list, and its review (whose managed fields name every item) could
+// be past the webhook's MaxRequestBytes, refused with no field named.
+var countsBounded = fmt.Sprintf("size(%s) <= %d && size(%s) <= %d",
+	celList("object", "spec.schedulingGates"), scheduling.MaxPodSchedulingGates, celList("object", "metadata.finalizers"), scheduling.MaxPodFinalizers)
 
 // ValidatingWebhookConfiguration returns the configuration that sends pod
 // creates with the group label to ValidatePath, and updates too when
@@ -177,8 +186,9 @@ const GoChecksConditionName = "needs-go-checks"
 // GoChecksExpression holds for the creates that the validating webhook checks
 // where LabelsPolicy checks the rest: pods with roles (RolesExpression) and
 // pods whose scheduling inputs may be over their bound
-// (SchedulingExpression).
-var GoChecksExpression = "(" + RolesExpression + ") || (" + SchedulingExpression + ")"
+// (SchedulingExpression), within the bounds on their gates and finalizers
+// (countsBounded).
+var GoChecksExpression = countsBounded + " && ((" + RolesExpression + ") || (" + SchedulingExpression + "))"
 
 // RolesExpression holds for a pod that carries the role label or an
 // annotation about roles: those the validating webhook checks in Go (roles

@@ -122,6 +122,37 @@ func fatNodeSelector(ctx context.Context, m tenant) (string, func() string, erro
 	return refusedEach(ctx, m, pods, "spec.nodeSelector: Too long")
 }
 
+// longLists (issue 34, path 2): Muster's admission policies look through a
+// labelled pod's gates and finalizers in kube-apiserver, where a CEL
+// comprehension's time is quadratic in its list's length: before the
+// policies bounded them, one pod of 100,000 finalizers cost kube-apiserver
+// 14 s of CPU per write. Both are refused by count, at their bound. (At
+// 60,000 items the cost that is left is kube-apiserver's own, its managed
+// fields: about 1 s of CPU a pod, labelled or not.)
+func longLists(ctx context.Context, m tenant) (string, func() string, error) {
+	const n = 10_000
+	var pods []*corev1.Pod
+	for i := range 5 {
+		p := malloryPod(m.ns, fmt.Sprintf("long-gates-%d", i), "long-gates", map[string]string{scheduling.MinCountAnnotation: "5"})
+		for j := range n {
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fmt.Sprint("g", j)})
+		}
+		pods = append(pods, p)
+	}
+	said, _, err := refusedEach(ctx, m, pods, "spec.schedulingGates: Too many")
+	if err != nil {
+		return said, nil, err
+	}
+	finalizers := make([]string, n)
+	for j := range finalizers {
+		finalizers[j] = fmt.Sprint("e.io/f", j)
+	}
+	updated, _, err := updateEach(ctx, m, "long-finalizers", 5, func(p *corev1.Pod) {
+		p.Finalizers = append(finalizers, p.Finalizers...)
+	}, "metadata.finalizers: Too many")
+	return said + "; " + updated, nil, err
+}
+
 // manyContainers (issue 34, path 2): the controller keeps each
 // container's requests and ports of a labelled pod.
 func manyContainers(ctx context.Context, m tenant) (string, func() string, error) {

@@ -64,6 +64,7 @@ func attacks() []attack {
 		{item: "34.2", name: "20 running unlabelled pods with 20 KiB of labels and 40 KiB of anti-affinity", launch: fatUnmanagedPods},
 		{item: "34.2", name: "a gated pod's node affinity grown to 20,000 hosts by update (KEP-3838)", launch: affinityGrownByUpdate},
 		{item: "34.2", name: "Muster's annotations grown by update with 4-byte characters", launch: wideAnnotationsByUpdate},
+		{item: "34.2", name: "gated pods with 10,000 scheduling gates, and 10,000 finalizers added by update", launch: longLists},
 		{item: "34.4", name: "pods naming a new group each, created and deleted, 20 a second, where no quota bounds groups", launch: groupChurn(&churn), verify: outcomeOf(&churn)},
 		{item: "34.8", name: "pods of the capacity-request class, to be spared by preemption", launch: capacityRequestClassPods},
 		{item: "34.9", name: "Muster's stolen token", launch: stolenToken},

@@ -22,7 +22,8 @@ import (
 // grew muster-apiserver's memory 4x their size) or that have more than
 // scheduling.MaxPodContainers containers: the validating webhook's match
 // condition sends the large ones, and muster-pod-labels checks the
-// containers; all are refused naming the field.
+// containers, the scheduling gates and the finalizers; all are refused
+// naming the field.
 func TestSchedulingInputsAreBounded(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -66,6 +67,22 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 			}
 		}
 	}
+	gates := func(n int) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			for j := range n {
+				p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fmt.Sprintf("example.com/gate-%d", j)})
+			}
+		}
+	}
+	// Finalizers only on pods that are refused: a stored pod would keep
+	// them, and its namespace, for ever.
+	finalizers := func(n int) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			for j := range n {
+				p.Finalizers = append(p.Finalizers, fmt.Sprintf("example.com/finalizer-%d", j))
+			}
+		}
+	}
 	tests := []struct {
 		name        string
 		hosts       int
@@ -84,6 +101,9 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 		{"a nodeSelector of 100 entries is refused on a pod that comes prepared", 0, nil, true, nodeSelector(100), "spec.nodeSelector"},
 		{"64 containers are created", 0, nil, false, containers(scheduling.MaxPodContainers), ""},
 		{"65 containers are refused", 0, nil, false, containers(scheduling.MaxPodContainers + 1), "spec.containers: Too many: 65"},
+		{"31 scheduling gates and Muster's are created", 0, nil, false, gates(scheduling.MaxPodSchedulingGates - 1), ""},
+		{"32 scheduling gates and Muster's are refused", 0, nil, false, gates(scheduling.MaxPodSchedulingGates), "spec.schedulingGates: Too many: 33"},
+		{"32 finalizers and Muster's are refused", 0, nil, false, finalizers(scheduling.MaxPodFinalizers), "metadata.finalizers: Too many: 33"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +145,8 @@ func TestSchedulingInputsAreBounded(t *testing.T) {
 // nodeSelector above scheduling.NodeSelectorCheckCount, nor make Muster's
 // annotations longer than scheduling.MaxPodMusterAnnotationBytes bytes
 // together, nor a gated pod's required node affinity (KEP-3838) longer than
-// scheduling.MaxPodSchedulingBytes; it is refused naming the field. Smaller
+// scheduling.MaxPodSchedulingBytes, nor add finalizers past
+// scheduling.MaxPodFinalizers; it is refused naming the field. Smaller
 // updates go through.
 func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
@@ -183,6 +204,11 @@ func TestSchedulingInputsAreBoundedOnUpdate(t *testing.T) {
 		{"a required node affinity set on a gated pod (KEP-3838) is allowed", func(p *corev1.Pod) { p.Spec.Affinity = hostAffinity(20) }, "", true},
 		{"a required node affinity past 32 KiB set on a gated pod is refused", func(p *corev1.Pod) { p.Spec.Affinity = hostAffinity(20000) },
 			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: Too long", true},
+		{"adding finalizers past 32 is refused", func(p *corev1.Pod) {
+			for j := range scheduling.MaxPodFinalizers {
+				p.Finalizers = append(p.Finalizers, fmt.Sprintf("example.com/finalizer-%d", j))
+			}
+		}, "metadata.finalizers: Too many: 33", false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

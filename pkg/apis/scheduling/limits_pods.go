@@ -61,6 +61,17 @@ const (
 	// than 80 labels of the longest key and value the API accepts.
 	MaxPodLabelBytes = 32 << 10
 
+	// MaxPodSchedulingGates and MaxPodFinalizers bound, on the create of a
+	// pod that carries the group label, its scheduling gates and its
+	// finalizers, Muster's own included; an update may not bring the
+	// finalizers above MaxPodFinalizers unless they do not grow (gates
+	// cannot be added after creation). Muster's admission policies look
+	// through both on a labelled pod's writes, in kube-apiserver, where a
+	// CEL comprehension takes time quadratic in its list's length; real
+	// pods carry a few of each, and kube-apiserver sets no limit.
+	MaxPodSchedulingGates = 32
+	MaxPodFinalizers      = 32
+
 	// LabelCheckCount is how many labels a labelled pod may carry before
 	// its create is sent to the validating webhook to be measured against
 	// MaxPodLabelBytes: a label is at most 386 bytes (a 317-character key

@@ -140,3 +140,31 @@ func validateContainerCount(pod *corev1.Pod) field.ErrorList {
 			n, scheduling.PodGroupLabel, scheduling.MaxPodContainers),
 	}}
 }
+
+// validateListCounts bounds the scheduling gates and finalizers of a new
+// labelled pod, Muster's own included (scheduling.MaxPodSchedulingGates,
+// MaxPodFinalizers), as muster-pod-labels does: Muster's admission
+// policies look through both on every write of the pod.
+func validateListCounts(pod *corev1.Pod) field.ErrorList {
+	if _, ok := pod.Labels[scheduling.PodGroupLabel]; !ok {
+		return nil
+	}
+	var allErrs field.ErrorList
+	for _, l := range []struct {
+		path      *field.Path
+		n, most   int
+		boundName string
+	}{
+		{specPath.Child("schedulingGates"), len(pod.Spec.SchedulingGates), scheduling.MaxPodSchedulingGates, "MaxPodSchedulingGates"},
+		{field.NewPath("metadata", "finalizers"), len(pod.Finalizers), scheduling.MaxPodFinalizers, "MaxPodFinalizers"},
+	} {
+		if l.n > l.most {
+			allErrs = append(allErrs, &field.Error{
+				Type: field.ErrorTypeTooMany, Field: l.path.String(), BadValue: l.n,
+				Detail: fmt.Sprintf("must have at most %d items on a pod with the %s label, and an update may not add past that; "+
+					"Muster's admission policies look through them on every write of the pod (%s)", l.most, scheduling.PodGroupLabel, l.boundName),
+			})
+		}
+	}
+	return allErrs
+}

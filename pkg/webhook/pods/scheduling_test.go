@@ -108,6 +108,12 @@ func TestValidateSchedulingInputs(t *testing.T) {
 		{"65 containers are refused, naming spec.containers", podtest.Pod(podtest.InGroup("train"), withContainers(65, 0)), []want{{"FieldValueTooMany", "spec.containers"}}},
 		{"mostly init containers are refused, naming spec.initContainers", podtest.Pod(podtest.InGroup("train"), withContainers(1, 64)), []want{{"FieldValueTooMany", "spec.initContainers"}}},
 		{"an unlabelled pod's containers are not Muster's to bound", podtest.Pod(withContainers(100, 0)), nil},
+		{"32 scheduling gates and 32 finalizers are valid", podtest.Pod(podtest.InGroup("train"), withGatesAndFinalizers(32, 32)), nil},
+		{"33 scheduling gates are refused, naming spec.schedulingGates", podtest.Pod(podtest.InGroup("train"), withGatesAndFinalizers(33, 1)),
+			[]want{{"FieldValueTooMany", "spec.schedulingGates"}}},
+		{"33 finalizers are refused, naming metadata.finalizers", podtest.Pod(podtest.InGroup("train"), withGatesAndFinalizers(1, 33)),
+			[]want{{"FieldValueTooMany", "metadata.finalizers"}}},
+		{"an unlabelled pod's gates and finalizers are not Muster's to bound", podtest.Pod(withGatesAndFinalizers(100, 100)), nil},
 
 		{"64 labels of the longest key and value are valid", podtest.Pod(podtest.InGroup("train"), withLabels(63)), nil},
 		{"labels over the bound are refused, naming metadata.labels", podtest.Pod(podtest.InGroup("train"), withLabels(100)), []want{tooLong("metadata.labels")}},
@@ -159,5 +165,18 @@ func TestNodeSelectorCountCannotReachTheBound(t *testing.T) {
 func TestLabelCountCannotReachTheBound(t *testing.T) {
 	if errs := validateLabelSize(podtest.Pod(podtest.InGroup("train"), withLabels(scheduling.LabelCheckCount-1))); len(errs) != 0 {
 		t.Errorf("%d of the longest labels are refused: the match condition would let such a pod through unmeasured: %v", scheduling.LabelCheckCount, errs)
+	}
+}
+
+// withGatesAndFinalizers gives a pod gates scheduling gates and finalizers
+// finalizers.
+func withGatesAndFinalizers(gates, finalizers int) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for i := range gates {
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fmt.Sprintf("example.com/gate-%d", i)})
+		}
+		for i := range finalizers {
+			p.Finalizers = append(p.Finalizers, fmt.Sprintf("example.com/finalizer-%d", i))
+		}
 	}
 }

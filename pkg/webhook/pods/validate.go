@@ -23,6 +23,7 @@ func validateCreate(pod *corev1.Pod) field.ErrorList {
 	allErrs = append(allErrs, validateSchedulingInputs(pod)...)
 	allErrs = append(allErrs, validateLabelSize(pod)...)
 	allErrs = append(allErrs, validateContainerCount(pod)...)
+	allErrs = append(allErrs, validateListCounts(pod)...)
 	return append(allErrs, validateMusterAnnotations(pod)...)
 }
 
