@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -129,7 +130,7 @@ func New(opts Options, env Env) (*Mode, []cache.InformerSynced, error) {
 	synced := []cache.InformerSynced{env.Nodes.Informer().HasSynced, a.podStore.HasSynced}
 	nodeReg, err := env.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    a.setNode,
-		UpdateFunc: func(_, obj interface{}) { a.setNode(obj) },
+		UpdateFunc: a.updateNode,
 		DeleteFunc: a.deleteNode,
 	})
 	if err != nil {
@@ -324,6 +325,24 @@ func groupState(pg *v1alpha1.PodGroup) *capacity.GroupState {
 func (a *Mode) setNode(obj interface{}) {
 	if n, ok := obj.(*corev1.Node); ok {
 		a.tracker.SetNode(n)
+		a.queue.poke()
+	}
+}
+
+// updateNode records a node's new state, and asks for a cycle only when
+// the update changes what the scheduler's filters read of it (its labels,
+// taints, allocatable, conditions, unschedulable, annotations), as
+// kube-scheduler's queueing hints judge node updates: a status update that
+// only renews the node's heartbeat cannot let a waiting gang fit, and on a
+// cluster of many nodes such updates would run a cycle every few hundred
+// milliseconds over every waiting gang.
+func (a *Mode) updateNode(oldObj, obj interface{}) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	a.tracker.SetNode(n)
+	if old, ok := oldObj.(*corev1.Node); !ok || len(framework.NodeSchedulingPropertiesChange(n, old)) > 0 {
 		a.queue.poke()
 	}
 }
