@@ -44,6 +44,12 @@ type config struct {
 	// managed label already on, as a framework may, so that the mutating
 	// webhook's match condition skips the call.
 	prepared bool
+	// idleGangs wait for idleWindow in the idle-backlog phase; nodes and
+	// nodeCPU are the cluster's, which that phase fills.
+	idleGangs  int
+	idleWindow time.Duration
+	nodes      int
+	nodeCPU    string
 }
 
 func main() {
@@ -66,6 +72,8 @@ func run() error {
 	flag.Float64Var(&cfg.rate, "rate", 20, "offered gangs per second in the latency phase")
 	flag.DurationVar(&cfg.runFor, "run-for", 2*time.Second, "how long each pod of the latency phase runs")
 	flag.IntVar(&cfg.burstPods, "burst-pods", 10000, "pods of the throughput phase, and of the raw baseline: created at once, released as one backlog, finishing at one instant")
+	flag.IntVar(&cfg.idleGangs, "idle-gangs", 200, "gangs that wait, and could fit the idle cluster, in the idle-backlog phase (0: no such phase)")
+	flag.DurationVar(&cfg.idleWindow, "idle-window", time.Minute, "how long the idle-backlog phase measures muster-apiserver's CPU")
 	flag.IntVar(&cfg.concurrency, "concurrency", 32, "the driver's requests in flight at once")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.BoolVar(&cfg.prepared, "prepared", false, "create labelled pods already prepared (gate, finalizer, managed label), as a framework that skips the mutating webhook does; the table is meant for the default, unprepared")
@@ -95,6 +103,7 @@ func run() error {
 	opts.NodeCPU = "1000"
 	opts.NodeMemory = "4Ti"
 	opts.MusterArgs = musterArg
+	cfg.nodes, cfg.nodeCPU = opts.Nodes, opts.NodeCPU
 	opts.MusterManifests = cluster.DefaultMusterManifests()
 	if missing := opts.MissingBinaries(); len(missing) > 0 {
 		return fmt.Errorf("missing %s: run `make perf`, which builds them", strings.Join(missing, ", "))

@@ -34,6 +34,10 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 	row("accounted pods/s (one backlog)", perSec(r.burst.accountRate), fmt.Sprintf("%.2f x raw finalizer removal %s", ratio(r.burst.accountRate, r.base.finalizerRate), perSec(r.base.finalizerRate)))
 	row(fmt.Sprintf("accounting %d finished pods", r.burst.pods), secs(r.burst.accountTime), fmt.Sprintf("%.2f x raw time %s to remove %d finalizers", ratio(r.burst.accountTime.Seconds(), r.base.finalizerTime.Seconds()), secs(r.base.finalizerTime), r.base.pods))
 	row("  of which kwok ending the pods", secs(r.burst.finishSpan), "first pod finished -> last pod finished: the backlog cannot be accounted faster")
+	if i := r.idle; i != nil {
+		row(fmt.Sprintf("muster-apiserver CPU, %d gangs waiting", i.gangs), fmt.Sprintf("%.1f%% of a core", 100*i.share()),
+			fmt.Sprintf("%s of CPU over %s; they fit the idle %d nodes, not now, and nothing changes but node heartbeats", secs(i.cpu), i.window, i.nodes))
+	}
 	row("API writes per pod", fmt.Sprintf("%.2f", writes(r.calls)/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
 	keys := make([]apicalls.Key, 0, len(r.calls))
 	for k := range r.calls {

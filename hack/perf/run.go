@@ -22,6 +22,7 @@ type report struct {
 	base    *baseline
 	burst   *burst
 	lat     *latency
+	idle    *idle
 	calls   apiCalls
 	pods    int // labelled pods Muster handled while calls were counted
 	exact   exactness
@@ -39,7 +40,8 @@ type exactness struct {
 
 func (e exactness) ok() bool { return e.wrong == 0 && e.finalizersLeft == 0 && e.terminatingLeft == 0 }
 
-// run runs the phases in order: baseline, burst, latency, audit.
+// run runs the phases in order: baseline, burst, latency, idle backlog,
+// audit.
 func (d *driver) run(ctx context.Context) (*report, error) {
 	began := time.Now()
 	rep := &report{}
@@ -64,6 +66,11 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 	}
 	rep.calls = after.Minus(before)
 	rep.pods = rep.burst.pods + rep.lat.pods
+	if d.cfg.idleGangs > 0 {
+		if rep.idle, err = d.measureIdle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if rep.exact, err = d.audit(ctx, burstGroups, latGroups); err != nil {
 		return nil, err
 	}
