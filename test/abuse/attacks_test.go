@@ -494,23 +494,8 @@ func notAdmitted(group string) func(ctx context.Context, m tenant) error {
 // why with reason.
 func notAdmittedFor(group, reason string) func(ctx context.Context, m tenant) error {
 	return func(ctx context.Context, m tenant) error {
-		var last string
-		err := waitUntil(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-			pg, err := muster.SchedulingV1alpha1().PodGroups(m.ns).Get(ctx, group, metav1.GetOptions{})
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
-			if c == nil {
-				last = "no Admitted condition"
-				return false, nil
-			}
-			last = fmt.Sprintf("Admitted=%s/%s: %s", c.Status, c.Reason, c.Message)
-			return c.Status == metav1.ConditionFalse && c.Reason == reason, nil
-		})
-		if err != nil {
-			return fmt.Errorf("group %s: %s, want Admitted=False/%s", group, last, reason)
+		if _, err := waitAdmittedReason(ctx, 30*time.Second, m.ns, group, metav1.ConditionFalse, reason); err != nil {
+			return fmt.Errorf("group %s: want Admitted=False/%s: %w", group, reason, err)
 		}
 		return nil
 	}

@@ -46,7 +46,7 @@ func TestAbuseStrictFIFOHead(t *testing.T) {
 	if accepted, _, first := createAll(ctx, bad, head); accepted != len(head) {
 		t.Fatalf("mallory's gang: %d of %d pods created: %v", accepted, len(head), first)
 	}
-	skipped, err := waitAdmittedReason(ctx, bad.ns, "unreachable", metav1.ConditionFalse, scheduling.ReasonExceedsClusterCapacity)
+	skipped, err := waitAdmittedReason(ctx, time.Minute, bad.ns, "unreachable", metav1.ConditionFalse, scheduling.ReasonExceedsClusterCapacity)
 	if err != nil {
 		t.Fatalf("mallory's gang at the head was never judged unable to fit: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestAbuseStrictFIFOHead(t *testing.T) {
 	if accepted, _, first := createAll(ctx, good, gang); accepted != len(gang) {
 		t.Fatalf("the well-behaved gang: %d of %d pods created: %v", accepted, len(gang), first)
 	}
-	if _, err := waitAdmittedReason(ctx, good.ns, "behind", metav1.ConditionTrue, scheduling.ReasonGangFits); err != nil {
+	if _, err := waitAdmittedReason(ctx, time.Minute, good.ns, "behind", metav1.ConditionTrue, scheduling.ReasonGangFits); err != nil {
 		t.Fatalf("the well-behaved gang behind mallory's head was never admitted: %v", err)
 	}
 	admitted := time.Since(began)
@@ -112,12 +112,12 @@ func podsTenant(t *testing.T, ctx context.Context, prefix string) tenant {
 	return tenant{ns: ns, client: kubernetes.NewForConfigOrDie(cfg)}
 }
 
-// waitAdmittedReason waits up to a minute until the group's Admitted
+// waitAdmittedReason waits up to timeout until the group's Admitted
 // condition has status and reason, and returns the condition.
-func waitAdmittedReason(ctx context.Context, ns, name string, status metav1.ConditionStatus, reason string) (*metav1.Condition, error) {
+func waitAdmittedReason(ctx context.Context, timeout time.Duration, ns, name string, status metav1.ConditionStatus, reason string) (*metav1.Condition, error) {
 	var last string
 	var found *metav1.Condition
-	err := waitUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+	err := waitUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
 		pg, err := muster.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if ctx.Err() == nil {
