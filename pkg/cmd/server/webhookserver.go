@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,7 +244,7 @@ func (s *webhookServer) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.verifyClient(r.TLS); err != nil {
 			s.logger.V(4).Info("Refused a webhook caller", "remote", r.RemoteAddr, "err", err)
-			http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+			pods.WriteStatus(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -274,7 +275,7 @@ func (s *webhookServer) verifyClient(state *tls.ConnectionState) error {
 func (s *webhookServer) bounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > pods.MaxRequestBytes {
-			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+			pods.WriteStatus(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes))
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -283,7 +284,8 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 			if size < 0 {
 				size = pods.MaxRequestBytes
 			}
-			by := time.Now().Add(min(s.limits.bodyGrace+time.Duration(size*int64(time.Second)/s.limits.minBodyRate), s.limits.read))
+			allowed := min(s.limits.bodyGrace+time.Duration(size*int64(time.Second)/s.limits.minBodyRate), s.limits.read)
+			by := time.Now().Add(allowed)
 			_ = http.NewResponseController(w).SetReadDeadline(by) // the server's ReadTimeout stays if unsupported
 			host, _, err := net.SplitHostPort(r.RemoteAddr)
 			if err != nil {
@@ -296,12 +298,17 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 				var tooLarge *http.MaxBytesError
 				switch {
 				case errors.As(err, &tooLarge):
-					http.Error(w, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+					pods.WriteStatus(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes))
 				case errors.Is(err, errOverBudget), errors.Is(err, errHostOverBudget):
 					w.Header().Set("Retry-After", "1")
-					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+					pods.WriteStatus(w, http.StatusServiceUnavailable, err.Error())
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					// A caller too slow, or a process too loaded to read
+					// it in time: the user whose create this was reads why.
+					pods.WriteStatus(w, http.StatusBadRequest, fmt.Sprintf("reading request body: %d bytes did not arrive within %s, "+
+						"the webhook's minimum body rate of %d bytes/s after %s: %v", size, allowed, s.limits.minBodyRate, s.limits.bodyGrace, err))
 				default:
-					http.Error(w, fmt.Sprintf("reading request body: %v", err), http.StatusBadRequest)
+					pods.WriteStatus(w, http.StatusBadRequest, fmt.Sprintf("reading request body: %v", err))
 				}
 				return
 			}
@@ -313,7 +320,7 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 		case s.slots <- struct{}{}:
 		case <-wait.C:
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many webhook requests in flight", http.StatusTooManyRequests)
+			pods.WriteStatus(w, http.StatusTooManyRequests, "too many webhook requests in flight")
 			return
 		case <-r.Context().Done():
 			return

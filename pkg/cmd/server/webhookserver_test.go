@@ -379,8 +379,8 @@ func TestWebhookMinBodyRate(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the stalled body was cut off after %v, want about 0.7 s (the read timeout is %v)", took, limits.read)
 	}
-	if !bytes.Contains(out, []byte(" 400 ")) {
-		t.Errorf("answer %q, want 400", out)
+	if !bytes.Contains(out, []byte(" 400 ")) || !bytes.Contains(out, []byte("did not arrive within 700ms, the webhook's minimum body rate of 1000 bytes/s after 200ms")) {
+		t.Errorf("answer %q, want 400 saying the body was late at the minimum rate", out)
 	}
 	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return ws.buffered.Load() == 0, nil

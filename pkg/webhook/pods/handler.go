@@ -73,32 +73,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "only POST is allowed", http.StatusMethodNotAllowed)
+		WriteStatus(w, http.StatusMethodNotAllowed, "only POST is allowed")
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		WriteStatus(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
 	if r.ContentLength > MaxRequestBytes {
-		http.Error(w, fmt.Sprintf("request body is larger than %d bytes", MaxRequestBytes), http.StatusRequestEntityTooLarge)
+		WriteStatus(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxRequestBytes))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", MaxRequestBytes), http.StatusRequestEntityTooLarge)
+			WriteStatus(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxRequestBytes))
 			return
 		}
-		http.Error(w, fmt.Sprintf("reading request body: %v", err), http.StatusBadRequest)
+		WriteStatus(w, http.StatusBadRequest, fmt.Sprintf("reading request body: %v", err))
 		return
 	}
 
 	req, err := h.decodeReview(body)
 	if err != nil {
 		h.logger.V(2).Info("Rejected a malformed admission review", "path", r.URL.Path, "err", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		WriteStatus(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	resp := admit(req)
@@ -108,7 +108,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Response: resp,
 	})
 	if err != nil {
-		http.Error(w, fmt.Sprintf("encoding admission review: %v", err), http.StatusInternalServerError)
+		WriteStatus(w, http.StatusInternalServerError, fmt.Sprintf("encoding admission review: %v", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
