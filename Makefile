@@ -349,7 +349,7 @@ chaos: build tools ## Gangs through Muster while its leader is killed every few 
 	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver \
 		$(GO) test $(GOFLAGS_TEST) -v -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' ./test/chaos/ -args -chaos.pods=$(CHAOS_PODS) $(CHAOS_ARGS)
 
-bench: ## Benchmarks of the controller's hot paths; they print numbers, they assert nothing about speed.
+bench: ## Benchmarks of the controller's hot paths and of Muster's admission policies; they print numbers, they assert nothing about speed.
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/controller/... ./pkg/manifests/...
 
 perf: build tools ## Load Muster on a local cluster and print rates and latencies against the raw API rates (PERF_ARGS: see go run ./hack/perf -h).
