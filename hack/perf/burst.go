@@ -82,10 +82,8 @@ func (d *driver) measureBurst(ctx context.Context, b *baseline) (*burst, groupPo
 	d.cpu.mark("burst: release")
 
 	// Up to the instant every pod finishes, the pods bind and run.
-	select {
-	case <-time.After(time.Until(finishAt)):
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+	if err := sleep(ctx, time.Until(finishAt)); err != nil {
+		return nil, nil, err
 	}
 	d.cpu.mark("burst: pods bind and run")
 	if err := d.waitPods(ctx, "accounted (burst)", uids, 15*time.Minute, isAccounted); err != nil {

@@ -244,3 +244,15 @@ func isUngated(t podTimes) bool   { return !t.ungated.IsZero() }
 func isFinished(t podTimes) bool  { return !t.finished.IsZero() }
 func isFreed(t podTimes) bool     { return !t.freed.IsZero() }
 func isAccounted(t podTimes) bool { return isFinished(t) && isFreed(t) }
+
+// sleep waits for d, or returns ctx's error once it ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

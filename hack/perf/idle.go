@@ -77,17 +77,13 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	if _, _, err := d.createPods(ctx, backlog); err != nil {
 		return nil, err
 	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(idleSettle):
+	if err := sleep(ctx, idleSettle); err != nil {
+		return nil, err
 	}
 	d.cpu.mark("idle: filler and backlog created")
 	before := d.c.CPUTimes()[musterProcess]
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(d.cfg.idleWindow):
+	if err := sleep(ctx, d.cfg.idleWindow); err != nil {
+		return nil, err
 	}
 	used := d.c.CPUTimes()[musterProcess] - before
 	d.cpu.mark("idle: backlog waits")
