@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -48,6 +49,11 @@ type Candidate struct {
 	// no second preemption.
 	Preempting  []string
 	PreemptedAt time.Time
+	// Parked, when set, is the gang's verdict from the cycle that last
+	// placed it, which nothing since can have changed (hint.go): the cycle
+	// gives it again, in the gang's place in the order, without placing
+	// the gang.
+	Parked *Verdict
 }
 
 // Verdict is an admission cycle's decision for one candidate.
@@ -64,6 +70,9 @@ type Verdict struct {
 	// Victims, with Cause CausePreempting, are a new preemption: what the gang
 	// evicts to fit. Assignments are then where its pods would go.
 	Victims []*Victim
+	// Hint, for a gang that does not fit, says what could change that
+	// (hint.go); nil: only placing it again can tell.
+	Hint *Hint
 }
 
 // Options are an admission cycle's settings.
@@ -98,7 +107,7 @@ type Options struct {
 // tenant whose group is admitted could keep adding pods and hold capacity
 // ahead of any higher-priority gang. Among equal priority they still go
 // first, since their group already runs and waits for them.
-func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
+func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdict) {
 	strategy := opts.Strategy
 	cands := append([]Candidate(nil), candidates...)
 	sort.SliceStable(cands, func(i, j int) bool {
@@ -119,11 +128,22 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		defer s.filters.mu.Unlock()
 	}
 	defer s.Close()
+	// A gang whose recorded preemption is in flight holds room in the
+	// cycle that the tracker does not know of, and may hold other room
+	// next cycle: while one does, every gang is placed, and none is given
+	// a hint.
+	hints := !slices.ContainsFunc(cands, func(c Candidate) bool { return len(c.Preempting) > 0 })
+	defer func() {
+		if !hints {
+			for i := range verdicts {
+				verdicts[i].Hint = nil
+			}
+		}
+	}()
 	var (
-		verdicts []Verdict
-		empty    *Snapshot
-		head     string
-		pre      = preemption{opts: opts, taken: map[*Victim]bool{}}
+		empty *Snapshot
+		head  string
+		pre   = preemption{opts: opts, taken: map[*Victim]bool{}}
 	)
 	for _, c := range cands {
 		// Under StrictFIFO nothing goes behind the head, joiners neither:
@@ -131,6 +151,15 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		if head != "" {
 			verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseQueued,
 				Message: fmt.Sprintf("queued behind PodGroup %s, which does not fit yet (StrictFIFO)", head)})
+			continue
+		}
+		if v := c.Parked; hints && v != nil && v.Hint != nil {
+			// Nothing since the gang's last placement can let it fit: its
+			// verdict stands, and it keeps its place.
+			verdicts = append(verdicts, *v)
+			if strategy == StrictFIFO && v.Hint.Head {
+				head = c.Key.String()
+			}
 			continue
 		}
 		// The gang's own capacity-request pods make way for it: they are
@@ -149,6 +178,11 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 			} else {
 				s.Discard(res)
 				requested()
+				// No room for any of an admitted group's pods: no verdict
+				// to record, only a hint (Hint.Silent).
+				if h := hintFor(c, opts, &pre, false); h != nil {
+					verdicts = append(verdicts, Verdict{Key: c.Key, Hint: h})
+				}
 			}
 			continue
 		}
@@ -178,9 +212,18 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 				on.Discard(placed)
 			})
 			if placed.Placed() < c.Need {
-				verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNeverFits,
-					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, but, placed.Placed(), placed.Short)})
-				if opts.Autoscaling && strategy == StrictFIFO {
+				v := Verdict{Key: c.Key, Cause: CauseNeverFits,
+					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, but, placed.Placed(), placed.Short)}
+				closes := opts.Autoscaling && strategy == StrictFIFO
+				if keep == nil {
+					// Judged with pod affinity kept, a pod created may
+					// change the answer: no hint then.
+					if v.Hint = hintFor(c, opts, &pre, false); v.Hint != nil {
+						v.Hint.Head = closes
+					}
+				}
+				verdicts = append(verdicts, v)
+				if closes {
 					head = c.Key.String()
 				}
 				continue
@@ -189,8 +232,15 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) []Verdict {
 		msg := fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, res.Placed(), res.Short)
 		if v, ok := pre.try(s, c, msg); ok {
 			verdicts = append(verdicts, v)
+			// A new preemption holds room that the tracker does not know
+			// of, until the group records it: no hints in this cycle.
+			hints = hints && len(v.Victims) == 0
 		} else {
-			verdicts = append(verdicts, Verdict{Key: c.Key, Cause: CauseNoRoom, Message: v.Message})
+			v := Verdict{Key: c.Key, Cause: CauseNoRoom, Message: v.Message, Hint: hintFor(c, opts, &pre, true)}
+			if v.Hint != nil {
+				v.Hint.Head = strategy == StrictFIFO
+			}
+			verdicts = append(verdicts, v)
 		}
 		if strategy == StrictFIFO {
 			head = c.Key.String()
@@ -310,7 +360,9 @@ type preemption struct {
 	opts   Options
 	pool   *Pool
 	spared int
-	taken  map[*Victim]bool
+	// sparedVictims are those --preemption-min-runtime spared (hint.go).
+	sparedVictims []*Victim
+	taken         map[*Victim]bool
 	// byKey indexes the pool's eligible victims by key (eligibleVictim).
 	byKey map[string]*Victim
 }
@@ -324,6 +376,7 @@ func (p *preemption) fetch() *Pool {
 			for _, v := range pool.Eligible {
 				if v.Since.After(cut) {
 					p.spared++
+					p.sparedVictims = append(p.sparedVictims, v)
 					continue
 				}
 				kept = append(kept, v)

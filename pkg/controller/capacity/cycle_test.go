@@ -32,6 +32,8 @@ func TestAdmit(t *testing.T) {
 		Admit bool
 		Pods  int
 		Cause Cause
+		// Silent: no decision, only a hint that parks the group.
+		Silent bool
 	}
 	tests := []struct {
 		name       string
@@ -157,7 +159,7 @@ func TestAdmit(t *testing.T) {
 			name:       "a lower-priority joiner cannot take what a higher-priority gang needs",
 			nodes:      []*corev1.Node{node("a", "4", "8Gi"), node("b", "4", "8Gi")},
 			candidates: []Candidate{joinerAt("tenant", -5, 8, "1"), gang("urgent", 5, 0, 8, "1")},
-			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}},
+			want:       map[string]outcome{"urgent": {Admit: true, Pods: 8}, "tenant": {Silent: true}},
 		},
 		{
 			name:       "StrictFIFO: a lower-priority joiner waits behind the head",
@@ -182,10 +184,10 @@ func TestAdmit(t *testing.T) {
 			want:       map[string]outcome{"g": {Admit: true, Pods: 4}},
 		},
 		{
-			name:       "nothing fits a joiner: no verdict",
+			name:       "nothing fits a joiner: no decision, only a hint",
 			nodes:      []*corev1.Node{node("a", "1", "8Gi")},
 			candidates: []Candidate{joiner("running", 1, "2")},
-			want:       map[string]outcome{},
+			want:       map[string]outcome{"running": {Silent: true}},
 		},
 	}
 	for _, tc := range tests {
@@ -193,7 +195,7 @@ func TestAdmit(t *testing.T) {
 			s := snapshotOf(tc.nodes, tc.bound...)
 			got := map[string]outcome{}
 			for _, v := range Admit(s, tc.candidates, Options{Strategy: tc.strategy}) {
-				got[v.Key.String()] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Cause: v.Cause}
+				got[v.Key.String()] = outcome{Admit: v.Admit, Pods: len(v.Assignments), Cause: v.Cause, Silent: v.Hint != nil && v.Hint.Silent}
 				if want, ok := tc.wantMsg[v.Key.String()]; ok && !strings.HasPrefix(v.Message, want) {
 					t.Errorf("%s: message %q, want it to start with %q", v.Key, v.Message, want)
 				}

@@ -56,6 +56,7 @@ func (t *Tracker) setDraining(uid types.UID, node string) {
 	if had {
 		if t.draining[old]--; t.draining[old] <= 0 {
 			delete(t.draining, old)
+			t.freedOn(old, nil) // the rule below no longer guards it
 		}
 		delete(t.drainingOn, uid)
 	}

@@ -39,6 +39,7 @@ func (t *Tracker) setRequest(uid types.UID, key scheduling.GroupKey) {
 		if old == key {
 			return
 		}
+		t.requestChanged(old)
 		delete(t.requestOf, uid)
 		if m := t.requests[old]; m != nil {
 			delete(m, uid)
@@ -51,6 +52,7 @@ func (t *Tracker) setRequest(uid types.UID, key scheduling.GroupKey) {
 		return
 	}
 	t.requestOf[uid] = key
+	t.requestChanged(key)
 	m := t.requests[key]
 	if m == nil {
 		m = map[types.UID]struct{}{}

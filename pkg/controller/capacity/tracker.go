@@ -77,6 +77,9 @@ type Tracker struct {
 	// (requests.go).
 	requestOf map[types.UID]scheduling.GroupKey
 	requests  map[scheduling.GroupKey]map[types.UID]struct{}
+	// changes are what may have made room since the last admission cycle
+	// (changes.go).
+	changes Changes
 }
 
 // holding is one pod that holds a node.
@@ -122,6 +125,7 @@ func NewTracker(fastRelease bool) *Tracker {
 		deleting:     map[types.UID]deletingPod{},
 		requestOf:    map[types.UID]scheduling.GroupKey{},
 		requests:     map[scheduling.GroupKey]map[types.UID]struct{}{},
+		changes:      noChanges(),
 	}
 }
 
@@ -130,13 +134,21 @@ func (t *Tracker) SetNode(n *corev1.Node) {
 	node := NewNode(n)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, known := t.nodes[n.Name]; !known {
+	old, known := t.nodes[n.Name]
+	if !known {
 		i, _ := slices.BinarySearch(t.order, n.Name)
 		t.order = slices.Insert(t.order, i, n.Name)
 		t.index = nil
 	}
 	t.nodes[n.Name] = node
 	t.writable(n.Name).SetNode(node.Object)
+	// Added, or changed where the filters read it (its allocatable,
+	// labels, taints, conditions): a pod may fit there now. A status
+	// update that renews the heartbeat is not such a change.
+	if !known || len(schedfw.NodeSchedulingPropertiesChange(node.Object, old.Object)) > 0 {
+		t.freedOn(n.Name, nil)
+		t.changes.Nodes = true
+	}
 }
 
 // RemoveNode forgets a node. Pods still bound to it keep their holdings
@@ -149,6 +161,7 @@ func (t *Tracker) RemoveNode(name string) {
 			t.order = slices.Delete(t.order, i, i+1)
 			t.index = nil
 		}
+		t.changes.Nodes = true
 	}
 	delete(t.nodes, name)
 }
@@ -168,8 +181,9 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.unmanaged[p.UID]; ok {
-		t.release(old.node, old.info)
+	old, had := t.unmanaged[p.UID]
+	if had {
+		t.unhold(old.node, old.info)
 		delete(t.unmanaged, p.UID)
 	}
 	var key scheduling.GroupKey
@@ -178,6 +192,9 @@ func (t *Tracker) SetUnmanagedPod(p *corev1.Pod) {
 		t.hold(h.node, h.info)
 		t.unmanaged[p.UID] = h
 		key, _ = requestKey(p)
+	}
+	if had && (!keep || !sameHolding(old.node, old.info, h.node, h.info)) {
+		t.freedOn(old.node, old.info)
 	}
 	t.setRequest(p.UID, key)
 	drains := t.drainingNode(p)
@@ -272,13 +289,14 @@ func (t *Tracker) SetManagedPod(key scheduling.GroupKey, p *corev1.Pod, gated bo
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.managed[p.UID]; ok {
+	old, had := t.managed[p.UID]
+	if had {
 		if rv != 0 && old.rv > rv {
 			return // a newer state was recorded meanwhile
 		}
 		// An update: the holding moves with the new state below.
 		if old.holds != "" {
-			t.release(old.holds, old.info)
+			t.unhold(old.holds, old.info)
 		}
 		if old.group != key {
 			t.leaveGroup(old.group, p.UID)
@@ -292,6 +310,9 @@ func (t *Tracker) SetManagedPod(key scheduling.GroupKey, p *corev1.Pod, gated bo
 	}
 	set[p.UID] = struct{}{}
 	t.rehold(p.UID, mp)
+	if had && old.holds != "" && !sameHolding(old.holds, old.info, mp.holds, mp.info) {
+		t.freedOn(old.holds, old.info)
+	}
 	t.setDraining(p.UID, t.drainingNode(p))
 }
 
@@ -444,9 +465,19 @@ func (t *Tracker) reholdGroup(key scheduling.GroupKey) {
 
 func (t *Tracker) hold(node string, info fwk.PodInfo) {
 	t.writable(node).AddPodInfo(info)
+	t.heldBy(podPriority(info.GetPod()))
 }
 
+// release gives back what a pod held on node, and records the room freed
+// (changes.go).
 func (t *Tracker) release(node string, info fwk.PodInfo) {
+	t.unhold(node, info)
+	t.freedOn(node, info)
+}
+
+// unhold takes a pod off node, for an update that holds it again: the
+// caller records the room freed, if the new state frees any.
+func (t *Tracker) unhold(node string, info fwk.PodInfo) {
 	ni := t.writable(node)
 	if err := ni.RemovePod(klog.Background(), info.GetPod()); err != nil {
 		klog.Background().Error(err, "Capacity tracker released a pod it did not hold", "node", node, "pod", klog.KObj(info.GetPod()))
@@ -491,6 +522,10 @@ func (t *Tracker) intern(node string) string {
 func (t *Tracker) Snapshot(filters *Filters) *Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.snapshotLocked(filters)
+}
+
+func (t *Tracker) snapshotLocked(filters *Filters) *Snapshot {
 	if t.index == nil {
 		t.index = make(map[string]int, len(t.order))
 		for i, name := range t.order {

@@ -92,6 +92,10 @@ func (t *Tracker) SetGroupState(key scheduling.GroupKey, st *GroupState) {
 		delete(t.groups, key)
 		return
 	}
+	if st.Admitted && !t.groups[key].Admitted {
+		// A possible victim now (changes.go).
+		t.heldBy(t.groupHolderPriority(key, *st))
+	}
 	t.groups[key] = *st
 }
 

@@ -24,7 +24,12 @@ type admissionQueue struct {
 	decided map[scheduling.GroupKey]capacity.Verdict
 	// waiting says why each group that did not fit waits.
 	waiting map[scheduling.GroupKey]outcome
-	kick    chan struct{}
+	// parked are the groups that no cycle places until something happens
+	// that may let them fit (parked.go).
+	parked map[scheduling.GroupKey]parkedGang
+	// parkedLast is how many candidates the last cycle took parked.
+	parkedLast int
+	kick       chan struct{}
 }
 
 func newAdmissionQueue() *admissionQueue {
@@ -32,17 +37,19 @@ func newAdmissionQueue() *admissionQueue {
 		candidates: map[scheduling.GroupKey]capacity.Candidate{},
 		decided:    map[scheduling.GroupKey]capacity.Verdict{},
 		waiting:    map[scheduling.GroupKey]outcome{},
+		parked:     map[scheduling.GroupKey]parkedGang{},
 		kick:       make(chan struct{}, 1),
 	}
 }
 
 // offer puts a group in the next cycle, unless a decision for it is still
-// to be recorded.
+// to be recorded. Its sync offers it when it changed: it is placed again.
 func (q *admissionQueue) offer(c capacity.Candidate) {
 	q.mu.Lock()
 	_, pending := q.decided[c.Key]
 	if !pending {
 		q.candidates[c.Key] = c
+		delete(q.parked, c.Key)
 	}
 	q.mu.Unlock()
 	if !pending {
@@ -56,6 +63,7 @@ func (q *admissionQueue) withdraw(key scheduling.GroupKey) {
 	defer q.mu.Unlock()
 	delete(q.candidates, key)
 	delete(q.waiting, key)
+	delete(q.parked, key)
 }
 
 // forget drops everything about a group, decided or not, and reports
@@ -67,6 +75,7 @@ func (q *admissionQueue) forget(key scheduling.GroupKey) bool {
 	delete(q.candidates, key)
 	delete(q.waiting, key)
 	delete(q.decided, key)
+	delete(q.parked, key)
 	return had
 }
 
@@ -107,22 +116,40 @@ func (q *admissionQueue) poke() {
 	}
 }
 
+// snapshot is the candidates of a cycle, each parked one with its verdict.
 func (q *admissionQueue) snapshot() []capacity.Candidate {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := make([]capacity.Candidate, 0, len(q.candidates))
+	q.parkedLast = 0
 	for _, c := range q.candidates {
+		if c.Parked = q.parkedVerdict(c.Key); c.Parked != nil {
+			q.parkedLast++
+		}
 		out = append(out, c)
 	}
 	return out
 }
 
+// empty reports whether no group waits.
+func (q *admissionQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.candidates) == 0
+}
+
 // apply stores a cycle's outcomes and returns the groups whose sync must
 // run: those admitted, and those whose reason to wait changed.
-func (q *admissionQueue) apply(verdicts []outcome) (changed []scheduling.GroupKey, waiting int) {
+func (q *admissionQueue) apply(verdicts []outcome, now time.Time) (changed []scheduling.GroupKey, waiting int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, v := range verdicts {
+		if _, ok := q.candidates[v.Key]; ok {
+			q.park(v.Verdict, now)
+		}
+		if v.Hint != nil && v.Hint.Silent {
+			continue // an admitted group's pods found no room
+		}
 		if v.Admit || len(v.Victims) > 0 {
 			// An admission, or a preemption: the group's sync records it.
 			delete(q.candidates, v.Key)
@@ -176,12 +203,16 @@ func (a *Mode) runAdmission(ctx context.Context) {
 // next cycle does not offer that capacity again before the group's status
 // records them.
 func (a *Mode) admitCycle() {
-	cands := a.queue.snapshot()
-	if len(cands) == 0 {
+	if a.queue.empty() {
 		a.metrics.Waiting(0)
 		return
 	}
 	start := a.clock.Now()
+	// The changes first, with the snapshot that shows them: the parked
+	// gangs they may help are placed again (parked.go).
+	snap, changes := a.tracker.SnapshotChanges(a.filters)
+	a.queue.unparkHelped(changes, snap, start)
+	cands := a.queue.snapshot()
 	opts := capacity.Options{Strategy: a.strategy, Now: start, MinRuntime: a.preemptionMinRuntime}
 	if a.preemption {
 		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
@@ -189,7 +220,7 @@ func (a *Mode) admitCycle() {
 	if a.autoscale != nil {
 		opts.Requests, opts.Autoscaling = a.tracker.Requests, true
 	}
-	verdicts := outcomesOf(capacity.Admit(a.tracker.Snapshot(a.filters), cands, opts))
+	verdicts := outcomesOf(capacity.Admit(snap, cands, opts))
 	if a.autoscale != nil {
 		a.autoscale.plan(verdicts, start)
 	}
@@ -199,7 +230,7 @@ func (a *Mode) admitCycle() {
 			a.tracker.AssumeReservations(v.Key, standInSlots(v.Copies))
 		}
 	}
-	changed, waiting := a.queue.apply(verdicts)
+	changed, waiting := a.queue.apply(verdicts, start)
 	a.metrics.Waiting(waiting)
 	a.metrics.CycleTook(a.clock.Since(start))
 	for _, key := range changed {
