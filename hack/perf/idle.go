@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
@@ -21,6 +23,9 @@ type idle struct {
 	window       time.Duration
 	// cpu is muster-apiserver's CPU time over window.
 	cpu time.Duration
+	// alone and behind are the release latencies of probe gangs that fit
+	// at once, offered before the backlog and while it waits.
+	alone, behind []time.Duration
 }
 
 // share is the share of one core muster-apiserver used.
@@ -37,9 +42,10 @@ const (
 	idleSettle = 20 * time.Second
 )
 
-// measureIdle runs the idle-backlog phase: one filler pod per node, then
-// cfg.idleGangs gangs of cfg.gangSize, then muster-apiserver's CPU over
-// cfg.idleWindow once they settle. It deletes the namespace's pods after.
+// measureIdle runs the idle-backlog phase: one filler pod per node, probe
+// gangs, then cfg.idleGangs gangs of cfg.gangSize, muster-apiserver's CPU
+// over cfg.idleWindow once they settle, and probe gangs again. It deletes
+// the namespace's pods after.
 func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	const ns = "perf-idle"
 	if err := d.createNamespace(ctx, ns); err != nil {
@@ -66,6 +72,11 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	if err := d.waitPods(ctx, "the idle phase's filler to run", uids, 2*time.Minute, isUngated); err != nil {
 		return nil, err
 	}
+	res := &idle{gangs: d.cfg.idleGangs, nodes: nodes, window: d.cfg.idleWindow}
+	if res.alone, err = d.probe(ctx, ns, "alone"); err != nil {
+		return nil, err
+	}
+	d.cpu.mark("idle: probes, no backlog")
 	var backlog []*corev1.Pod
 	for g := range d.cfg.idleGangs {
 		for i := range d.cfg.gangSize {
@@ -85,15 +96,75 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	if err := sleep(ctx, d.cfg.idleWindow); err != nil {
 		return nil, err
 	}
-	used := d.c.CPUTimes()[musterProcess] - before
+	res.cpu = d.c.CPUTimes()[musterProcess] - before
 	d.cpu.mark("idle: backlog waits")
+	if res.behind, err = d.probe(ctx, ns, "behind"); err != nil {
+		return nil, err
+	}
+	d.cpu.mark("idle: probes behind the backlog")
 	if err := d.deleteAll(ctx, ns); err != nil {
 		return nil, err
 	}
 	d.cpu.mark("idle: delete")
-	return &idle{gangs: d.cfg.idleGangs, nodes: nodes, window: d.cfg.idleWindow, cpu: used}, nil
+	return res, nil
 }
 
 // musterProcess is muster-apiserver's process name in the cluster's CPU
 // times.
 const musterProcess = "muster-apiserver"
+
+// probeRate is the pace of the probe gangs of the idle-backlog phase, as
+// in issue 36's scenario.
+const probeRate = 5.0
+
+// probe offers cfg.idleProbes gangs of cfg.gangSize small pods in ns at
+// probeRate gangs a second, each of which fits at once, and returns each
+// one's release latency: its last pod created to its last gate removed.
+func (d *driver) probe(ctx context.Context, ns, prefix string) ([]time.Duration, error) {
+	n := d.cfg.idleProbes
+	if n == 0 {
+		return nil, nil
+	}
+	runs := make([]gangRun, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Duration(float64(time.Second) / probeRate))
+	defer tick.Stop()
+	for i := range n {
+		if i > 0 {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		wg.Go(func() {
+			if err := d.runGangIn(ctx, ns, fmt.Sprintf("%s%03d", prefix, i), "1h", &runs[i]); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	var uids []types.UID
+	for _, r := range runs {
+		uids = append(uids, r.uids...)
+	}
+	if err := d.waitPods(ctx, "the probe gangs to be released ("+prefix+")", uids, 5*time.Minute, isUngated); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, 0, n)
+	for _, r := range runs {
+		times := d.rec.snapshot(r.uids)
+		ungated := make([]time.Time, len(times))
+		for i, t := range times {
+			ungated[i] = t.ungated
+		}
+		_, last := span(ungated)
+		out = append(out, last.Sub(r.lastCreated))
+	}
+	return out, nil
+}

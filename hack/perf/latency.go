@@ -92,14 +92,19 @@ func (d *driver) measureLatency(ctx context.Context) (*latency, groupPods, error
 
 // runGang creates gang i's PodGroup and then its pods, all at once.
 func (d *driver) runGang(ctx context.Context, i int, r *gangRun) error {
+	return d.runGangIn(ctx, rateNS, gangName(i), d.cfg.runFor.String(), r)
+}
+
+// runGangIn creates gang name's PodGroup in ns and then its pods, all at
+// once, each running for runFor.
+func (d *driver) runGangIn(ctx context.Context, ns, name, runFor string, r *gangRun) error {
 	g := d.cfg.gangSize
-	name := gangName(i)
-	if err := d.createGroup(ctx, rateNS, name, g); err != nil {
+	if err := d.createGroup(ctx, ns, name, g); err != nil {
 		return err
 	}
 	pods := make([]*corev1.Pod, g)
 	for j := range pods {
-		pods[j] = d.labelledPod(rateNS, fmt.Sprintf("%s-%d", name, j), name, d.cfg.runFor.String())
+		pods[j] = d.labelledPod(ns, fmt.Sprintf("%s-%d", name, j), name, runFor)
 	}
 	r.uids = make([]types.UID, g)
 	var (

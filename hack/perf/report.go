@@ -37,6 +37,14 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 	if i := r.idle; i != nil {
 		row(fmt.Sprintf("muster-apiserver CPU, %d gangs waiting", i.gangs), fmt.Sprintf("%.1f%% of a core", 100*i.share()),
 			fmt.Sprintf("%s of CPU over %s; they fit the idle %d nodes, not now, and nothing changes but node heartbeats", secs(i.cpu), i.window, i.nodes))
+		pp := func(l []time.Duration) string {
+			return fmt.Sprintf("%s / %s", ms(percentile(l, 50)), ms(percentile(l, 99)))
+		}
+		if len(i.alone) > 0 {
+			row("probe release p50 / p99, none waiting", pp(i.alone), fmt.Sprintf("%d gangs that fit at once, at 5/s: last pod created -> last gate removed", len(i.alone)))
+			row(fmt.Sprintf("probe release p50 / p99, %d waiting", i.gangs), pp(i.behind),
+				fmt.Sprintf("the same behind the backlog: p99 %.2f x that with none waiting", ratio(percentile(i.behind, 99).Seconds(), percentile(i.alone, 99).Seconds())))
+		}
 	}
 	row("API writes per pod", fmt.Sprintf("%.2f", writes(r.calls)/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
 	keys := make([]apicalls.Key, 0, len(r.calls))
