@@ -1,9 +1,10 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,19 +110,26 @@ type Options struct {
 // first, since their group already runs and waits for them.
 func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdict) {
 	strategy := opts.Strategy
-	cands := append([]Candidate(nil), candidates...)
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
+	// Pointers are sorted, not the candidates: a cycle over a deep queue
+	// would spend its time moving them.
+	cands := make([]*Candidate, len(candidates))
+	for i := range candidates {
+		cands[i] = &candidates[i]
+	}
+	slices.SortStableFunc(cands, func(a, b *Candidate) int {
 		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
+			return cmp.Compare(b.Priority, a.Priority)
 		}
 		if (a.Need == 0) != (b.Need == 0) {
-			return a.Need == 0
+			if a.Need == 0 {
+				return -1
+			}
+			return 1
 		}
-		if !a.Created.Equal(b.Created) {
-			return a.Created.Before(b.Created)
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
 		}
-		return a.Key.String() < b.Key.String()
+		return compareKeys(a.Key, b.Key)
 	})
 	if s.filters != nil {
 		s.filters.mu.Lock()
@@ -132,7 +140,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 	// cycle that the tracker does not know of, and may hold other room
 	// next cycle: while one does, every gang is placed, and none is given
 	// a hint.
-	hints := !slices.ContainsFunc(cands, func(c Candidate) bool { return len(c.Preempting) > 0 })
+	hints := !slices.ContainsFunc(cands, func(c *Candidate) bool { return len(c.Preempting) > 0 })
 	defer func() {
 		if !hints {
 			for i := range verdicts {
@@ -145,7 +153,8 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 		head  string
 		pre   = preemption{opts: opts, taken: map[*Victim]bool{}}
 	)
-	for _, c := range cands {
+	for _, cp := range cands {
+		c := *cp
 		// Under StrictFIFO nothing goes behind the head, joiners neither:
 		// they come after it only when their priority is lower.
 		if head != "" {
@@ -479,4 +488,13 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 	}
 	return Verdict{Key: c.Key, Cause: CausePreempting, Victims: ch.victims, Assignments: ch.res.Assignments, Copies: ch.res.Copies,
 		Message: fmt.Sprintf("preempting %d of lower priority to fit: %s", len(ch.victims), describeVictims(c.Key.Namespace, ch.victims))}, true
+}
+
+// compareKeys orders keys as their String forms do, building them only
+// for keys of different namespaces.
+func compareKeys(a, b scheduling.GroupKey) int {
+	if a.Namespace == b.Namespace {
+		return strings.Compare(a.Name, b.Name)
+	}
+	return strings.Compare(a.String(), b.String())
 }

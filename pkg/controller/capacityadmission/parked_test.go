@@ -34,8 +34,7 @@ type world struct {
 	parks int
 }
 
-func newWorld(t *testing.T, f *capacity.Filters) *world {
-	t.Helper()
+func newWorld(f *capacity.Filters) *world {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(10000, 0))
 	m := &Mode{tracker: capacity.NewTracker(false), queue: newAdmissionQueue(), filters: f, clock: clk,
 		enqueue: func(scheduling.GroupKey) {}, metrics: noMetrics{}}
@@ -128,7 +127,7 @@ func TestParkingChangesNoDecision(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
-			parking, placing := newWorld(t, f), newWorld(t, f)
+			parking, placing := newWorld(f), newWorld(f)
 			both := func(do func(w *world)) { do(parking); do(placing) }
 			zones := []string{"a", "b"}
 			nodes := map[string]*corev1.Node{}
