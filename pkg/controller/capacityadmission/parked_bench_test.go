@@ -1,12 +1,10 @@
 package capacityadmission
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
@@ -20,15 +18,7 @@ import (
 // controller as it runs; "placing every gang" lets go of every parked gang
 // before each cycle, as cycles ran before queueing hints.
 func BenchmarkCycleBehindBacklog(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f, err := capacity.NewFilters(ctx, fake.NewClientset(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := f.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
+	f := testFilters(b)
 	for _, backlog := range []int{0, 200, 1000} {
 		for _, parking := range []bool{true, false} {
 			name := fmt.Sprintf("waiting=%d/parked", backlog)

@@ -21,6 +21,22 @@ import (
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
+// testFilters are the scheduler's filters on a cluster with no storage or
+// DRA objects, stopped when the test ends.
+func testFilters(tb testing.TB) *capacity.Filters {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	f, err := capacity.NewFilters(ctx, fake.NewClientset(), false)
+	if err == nil {
+		err = f.Start(ctx)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
 // world is one admission mode fed by a scripted cluster, for comparing a
 // mode that parks gangs with one that places every gang every cycle.
 type world struct {
@@ -115,15 +131,7 @@ func (w *world) cycle() (map[string]string, map[string]string) {
 // to the same nodes, and leave the same groups waiting for the same
 // reasons; and the first mode must have skipped placements.
 func TestParkingChangesNoDecision(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f, err := capacity.NewFilters(ctx, fake.NewClientset(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	f := testFilters(t)
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
