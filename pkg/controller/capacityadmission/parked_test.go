@@ -87,6 +87,14 @@ func testPod(group, name string, milli int64, zone string) *corev1.Pod {
 	return p
 }
 
+// repel is required anti-affinity to pods labelled k=v, one domain of
+// topology key apart.
+func repel(k, v, topology string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}, TopologyKey: topology}}}}
+}
+
 // cycle runs one admission cycle and binds what it admitted, as the
 // group's sync and kube-scheduler would, and returns the admissions by
 // pod name and the reason each waiting group waits.
@@ -125,7 +133,11 @@ func (w *world) cycle() (map[string]string, map[string]string) {
 }
 
 // TestParkingChangesNoDecision drives two admission modes through the same
-// random cluster history, one parking gangs by their hints and one with
+// random cluster history (gangs of one to four pods, some spread one per
+// node, some shunning the zones of a kind of pods, some of that kind,
+// which other pods repel by zone, some with nodeSelectors; pods of other
+// kinds; nodes changing; under BestEffortFIFO for odd seeds, StrictFIFO
+// for even ones), one parking gangs by their hints and one with
 // its parked gangs let go before every cycle, so that it places every
 // gang every cycle as before hints. Every cycle must admit the same pods
 // to the same nodes, and leave the same groups waiting for the same
@@ -136,6 +148,9 @@ func TestParkingChangesNoDecision(t *testing.T) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			parking, placing := newWorld(f), newWorld(f)
+			if seed%2 == 0 {
+				parking.mode.strategy, placing.mode.strategy = capacity.StrictFIFO, capacity.StrictFIFO
+			}
 			both := func(do func(w *world)) { do(parking); do(placing) }
 			zones := []string{"a", "b"}
 			nodes := map[string]*corev1.Node{}
@@ -155,11 +170,24 @@ func TestParkingChangesNoDecision(t *testing.T) {
 						zone = zones[rng.IntN(2)]
 					}
 					prio := int32(rng.IntN(2))
+					// One gang in four spreads one pod per node, or shuns
+					// the zones of pods of the batch kind; one in three is
+					// of that kind, which some other pods repel by zone.
+					spread, shun, batch := rng.IntN(4) == 0, rng.IntN(4) == 0, rng.IntN(3) == 0
 					both(func(w *world) {
 						key := scheduling.GroupKey{Namespace: "ns", Name: name}
 						var ps []*corev1.Pod
 						for i := range n {
 							p := testPod(name, fmt.Sprintf("%s-%d", name, i), milli, zone)
+							switch {
+							case spread:
+								p.Labels["gang"] = name
+								p.Spec.Affinity = repel("gang", name, "kubernetes.io/hostname")
+							case shun:
+								p.Spec.Affinity = repel("kind", "batch", "zone")
+							case batch:
+								p.Labels["kind"] = "batch"
+							}
 							p.ResourceVersion = w.nextRV()
 							ps = append(ps, p)
 							w.mode.tracker.SetManagedPod(key, p, true)
@@ -189,6 +217,10 @@ func TestParkingChangesNoDecision(t *testing.T) {
 					node := fmt.Sprint("n", rng.IntN(5))
 					p := testPod("", fmt.Sprint("u", step), int64(500*(1+rng.IntN(6))), "")
 					p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning
+					if rng.IntN(3) == 0 {
+						p.Labels["kind"] = "batch"
+						p.Spec.Affinity = repel("kind", "batch", "zone")
+					}
 					both(func(w *world) { w.mode.tracker.SetUnmanagedPod(p.DeepCopy()); w.unmanaged = append(w.unmanaged, p) })
 				case r < 8: // one of them ends
 					if len(parking.unmanaged) == 0 {

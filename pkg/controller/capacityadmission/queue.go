@@ -116,15 +116,26 @@ func (q *admissionQueue) poke() {
 	}
 }
 
-// snapshot is the candidates of a cycle, each parked one with its verdict.
-func (q *admissionQueue) snapshot() []capacity.Candidate {
+// snapshot is the candidates of a cycle, each parked one with its
+// verdict. Without withParked the parked ones are left out: where a
+// parked gang neither closes the queue (StrictFIFO) nor needs its verdict
+// again (the autoscaler's plan), it changes nothing in the cycle, which
+// then costs what the gangs that events touched cost.
+func (q *admissionQueue) snapshot(withParked bool) []capacity.Candidate {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]capacity.Candidate, 0, len(q.candidates))
+	n := len(q.candidates)
+	if !withParked {
+		n -= len(q.parked)
+	}
+	out := make([]capacity.Candidate, 0, max(n, 0))
 	q.parkedLast = 0
 	for _, c := range q.candidates {
 		if c.Parked = q.parkedVerdict(c.Key); c.Parked != nil {
 			q.parkedLast++
+			if !withParked {
+				continue
+			}
 		}
 		out = append(out, c)
 	}
@@ -158,13 +169,12 @@ func (q *admissionQueue) apply(verdicts []outcome, now time.Time) (changed []sch
 			changed = append(changed, v.Key)
 			continue
 		}
-		waiting++
 		if old, ok := q.waiting[v.Key]; !ok || old.Reason != v.Reason || old.Message != v.Message {
 			changed = append(changed, v.Key)
 		}
 		q.waiting[v.Key] = v
 	}
-	return changed, waiting
+	return changed, len(q.waiting)
 }
 
 const (
@@ -212,7 +222,7 @@ func (a *Mode) admitCycle() {
 	// gangs they may help are placed again (parked.go).
 	snap, changes := a.tracker.SnapshotChanges(a.filters)
 	a.queue.unparkHelped(changes, snap, start)
-	cands := a.queue.snapshot()
+	cands := a.queue.snapshot(a.strategy == capacity.StrictFIFO || a.autoscale != nil)
 	opts := capacity.Options{Strategy: a.strategy, Now: start, MinRuntime: a.preemptionMinRuntime}
 	if a.preemption {
 		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
