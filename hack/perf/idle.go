@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -12,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
+	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 )
 
 // idle is the idle-backlog phase (issue 36): gangs that would fit the
@@ -37,8 +43,9 @@ func (i *idle) share() float64 { return i.cpu.Seconds() / i.window.Seconds() }
 const (
 	fillerShare  = 0.75
 	backlogShare = 0.5
-	// idleSettle lets the cycles that the backlog's creation started end
-	// before the window opens.
+	// idleSettle lets the work that the backlog's creation started (its
+	// events, at the client's rate) end before the window opens, once
+	// every gang of the backlog says why it waits.
 	idleSettle = 20 * time.Second
 )
 
@@ -88,15 +95,26 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	if _, _, err := d.createPods(ctx, backlog); err != nil {
 		return nil, err
 	}
+	if err := d.waitWaiting(ctx, ns, "w", d.cfg.idleGangs); err != nil {
+		return nil, err
+	}
 	if err := sleep(ctx, idleSettle); err != nil {
 		return nil, err
 	}
 	d.cpu.mark("idle: filler and backlog created")
 	before := d.c.CPUTimes()[musterProcess]
-	if err := sleep(ctx, d.cfg.idleWindow); err != nil {
-		return nil, err
+	// The window in tenths, so that the log shows whether the cost decays
+	// (work the backlog's creation left) or holds (work it keeps making).
+	last := before
+	for i := range 10 {
+		if err := sleep(ctx, d.cfg.idleWindow/10); err != nil {
+			return nil, err
+		}
+		now := d.c.CPUTimes()[musterProcess]
+		logf("idle: tenth %d of the window: muster-apiserver %.1f%% of a core", i+1, 100*(now-last).Seconds()/(d.cfg.idleWindow/10).Seconds())
+		last = now
 	}
-	res.cpu = d.c.CPUTimes()[musterProcess] - before
+	res.cpu = last - before
 	d.cpu.mark("idle: backlog waits")
 	if res.behind, err = d.probe(ctx, ns, "behind"); err != nil {
 		return nil, err
@@ -167,4 +185,25 @@ func (d *driver) probe(ctx context.Context, ns, prefix string) ([]time.Duration,
 		out = append(out, last.Sub(r.lastCreated))
 	}
 	return out, nil
+}
+
+// waitWaiting waits until n PodGroups in ns whose names start with prefix
+// say Admitted=False with reason InsufficientCapacity: the controller has
+// placed and recorded the whole backlog.
+func (d *driver) waitWaiting(ctx context.Context, ns, prefix string, n int) error {
+	logf("idle: waiting for %d gangs to say %s", n, scheduling.ReasonInsufficientCapacity)
+	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := d.muster.SchedulingV1alpha1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		waiting := 0
+		for _, pg := range list.Items {
+			c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
+			if strings.HasPrefix(pg.Name, prefix) && c != nil && c.Status == metav1.ConditionFalse && c.Reason == scheduling.ReasonInsufficientCapacity {
+				waiting++
+			}
+		}
+		return waiting >= n, nil
+	})
 }

@@ -77,7 +77,7 @@ func run() error {
 	flag.IntVar(&cfg.burstPods, "burst-pods", 10000, "pods of the throughput phase, and of the raw baseline: created at once, released as one backlog, finishing at one instant")
 	flag.IntVar(&cfg.idleGangs, "idle-gangs", 200, "gangs that wait, and could fit the idle cluster, in the idle-backlog phase (0: no such phase)")
 	flag.DurationVar(&cfg.idleWindow, "idle-window", time.Minute, "how long the idle-backlog phase measures muster-apiserver's CPU")
-	flag.IntVar(&cfg.idleProbes, "idle-probes", 30, "gangs that fit at once, offered at 5/s before the idle phase's backlog and behind it, whose release latency is printed")
+	flag.IntVar(&cfg.idleProbes, "idle-probes", 60, "gangs that fit at once, offered at 5/s before the idle phase's backlog and behind it, whose release latency is printed")
 	flag.IntVar(&cfg.concurrency, "concurrency", 32, "the driver's requests in flight at once")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.BoolVar(&cfg.prepared, "prepared", false, "create labelled pods already prepared (gate, finalizer, managed label), as a framework that skips the mutating webhook does; the table is meant for the default, unprepared")
