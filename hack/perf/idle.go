@@ -32,7 +32,16 @@ type idle struct {
 	// alone and behind are the release latencies of probe gangs that fit
 	// at once, offered before the backlog and while it waits.
 	alone, behind []time.Duration
+	// rssBefore and rssIdle are muster-apiserver's resident memory as the
+	// phase begins and at the end of the window, with pods more pods in
+	// the cluster.
+	rssBefore, rssIdle int64
+	pods               int
 }
+
+// perPod is muster-apiserver's memory growth over the phase per pod the
+// phase added, in bytes.
+func (i *idle) perPod() float64 { return float64(i.rssIdle-i.rssBefore) / float64(max(i.pods, 1)) }
 
 // share is the share of one core muster-apiserver used.
 func (i *idle) share() float64 { return i.cpu.Seconds() / i.window.Seconds() }
@@ -54,9 +63,14 @@ const (
 // over cfg.idleWindow once they settle, and probe gangs again. It deletes
 // the namespace's pods after.
 func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
-	const ns = "perf-idle"
-	if err := d.createNamespace(ctx, ns); err != nil {
-		return nil, err
+	// The backlog has a namespace of its own: Muster creates at most
+	// 1,000 PodGroups from pods in one namespace
+	// (--max-podgroups-per-namespace).
+	const ns, backlogNS = "perf-idle", "perf-backlog"
+	for _, n := range []string{ns, backlogNS} {
+		if err := d.createNamespace(ctx, n); err != nil {
+			return nil, err
+		}
 	}
 	nodes, cpu := d.cfg.nodes, resource.MustParse(d.cfg.nodeCPU)
 	share := func(f float64) resource.Quantity {
@@ -66,6 +80,7 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = q
 		return p
 	}
+	rssBefore, _ := d.c.Memory()
 	var filler []*corev1.Pod
 	for i := range nodes {
 		p := sized(d.labelledPod(ns, fmt.Sprintf("filler-%d", i), "filler", "1h"), share(fillerShare))
@@ -87,7 +102,7 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	var backlog []*corev1.Pod
 	for g := range d.cfg.idleGangs {
 		for i := range d.cfg.gangSize {
-			p := sized(d.labelledPod(ns, fmt.Sprintf("w%04d-%d", g, i), fmt.Sprintf("w%04d", g), "1h"), share(backlogShare))
+			p := sized(d.labelledPod(backlogNS, fmt.Sprintf("w%04d-%d", g, i), fmt.Sprintf("w%04d", g), "1h"), share(backlogShare))
 			p.Annotations[scheduling.MinCountAnnotation] = fmt.Sprint(d.cfg.gangSize)
 			backlog = append(backlog, p)
 		}
@@ -95,7 +110,7 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 	if _, _, err := d.createPods(ctx, backlog); err != nil {
 		return nil, err
 	}
-	if err := d.waitWaiting(ctx, ns, "w", d.cfg.idleGangs); err != nil {
+	if err := d.waitWaiting(ctx, backlogNS, "w", d.cfg.idleGangs); err != nil {
 		return nil, err
 	}
 	if err := sleep(ctx, idleSettle); err != nil {
@@ -115,13 +130,18 @@ func (d *driver) measureIdle(ctx context.Context) (*idle, error) {
 		last = now
 	}
 	res.cpu = last - before
+	rss, _ := d.c.Memory()
+	res.rssBefore, res.rssIdle = rssBefore[musterProcess], rss[musterProcess]
+	res.pods = len(filler) + len(backlog) + len(res.alone)*d.cfg.gangSize
 	d.cpu.mark("idle: backlog waits")
 	if res.behind, err = d.probe(ctx, ns, "behind"); err != nil {
 		return nil, err
 	}
 	d.cpu.mark("idle: probes behind the backlog")
-	if err := d.deleteAll(ctx, ns); err != nil {
-		return nil, err
+	for _, n := range []string{ns, backlogNS} {
+		if err := d.deleteAll(ctx, n); err != nil {
+			return nil, err
+		}
 	}
 	d.cpu.mark("idle: delete")
 	return res, nil

@@ -93,6 +93,9 @@ func run() error {
 		return errors.New("--gang-size, --gangs, --rate and --concurrency must be positive, and --burst-pods at least --gang-size")
 	}
 	cfg.burstPods -= cfg.burstPods % cfg.gangSize
+	if cfg.idleGangs > 1000 {
+		return errors.New("--idle-gangs is at most 1000: the backlog is one namespace, where Muster creates at most 1,000 PodGroups from pods")
+	}
 
 	if opts.BinDir == "" {
 		dir, err := cluster.DefaultBinDir()

@@ -40,6 +40,8 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 		pp := func(l []time.Duration) string {
 			return fmt.Sprintf("%s / %s", ms(percentile(l, 50)), ms(percentile(l, 99)))
 		}
+		row("muster-apiserver RSS, backlog waiting", fmt.Sprintf("%d MiB", i.rssIdle>>20),
+			fmt.Sprintf("%d MiB as the phase began: %.1f KiB more per pod of the %d it added", i.rssBefore>>20, i.perPod()/1024, i.pods))
 		if len(i.alone) > 0 {
 			row("probe release p50 / p99, none waiting", pp(i.alone), fmt.Sprintf("%d gangs that fit at once, at 5/s: last pod created -> last gate removed", len(i.alone)))
 			row(fmt.Sprintf("probe release p50 / p99, %d waiting", i.gangs), pp(i.behind),
