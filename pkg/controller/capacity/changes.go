@@ -5,9 +5,8 @@ import (
 	"reflect"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-
 	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 )
@@ -114,18 +113,5 @@ func sameHolding(oldNode string, old fwk.PodInfo, node string, info fwk.PodInfo)
 		return false
 	}
 	return reflect.DeepEqual(old.CalculateResource(), info.CalculateResource()) &&
-		slices.Equal(hostPorts(a), hostPorts(b))
-}
-
-// hostPorts are the host ports a pod takes, which NodePorts judges.
-func hostPorts(p *corev1.Pod) []corev1.ContainerPort {
-	var out []corev1.ContainerPort
-	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-		for _, port := range c.Ports {
-			if port.HostPort > 0 {
-				out = append(out, port)
-			}
-		}
-	}
-	return out
+		slices.Equal(schedutil.GetHostPorts(a), schedutil.GetHostPorts(b))
 }

@@ -173,10 +173,10 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 		}
 		// The gang's own capacity-request pods make way for it: they are
 		// deleted before it is released (requests.go).
-		requested := func() {}
+		requested, own := func() {}, false
 		if opts.Requests != nil && c.Need > 0 {
 			if r := opts.Requests(c.Key); r != nil {
-				requested = s.takeOff([]*Victim{r}, false)
+				requested, own = s.takeOff([]*Victim{r}, false), true
 			}
 		}
 		res := s.Place(c.Pods, c.Copies...)
@@ -189,7 +189,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 				requested()
 				// No room for any of an admitted group's pods: no verdict
 				// to record, only a hint (Hint.Silent).
-				if h := hintFor(c, opts, &pre, false); h != nil {
+				if h := hintFor(c, &pre, own, false); h != nil {
 					verdicts = append(verdicts, Verdict{Key: c.Key, Hint: h})
 				}
 			}
@@ -227,7 +227,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 				if keep == nil {
 					// Judged with pod affinity kept, a pod created may
 					// change the answer: no hint then.
-					if v.Hint = hintFor(c, opts, &pre, false); v.Hint != nil {
+					if v.Hint = hintFor(c, &pre, own, false); v.Hint != nil {
 						v.Hint.Head = closes
 					}
 				}
@@ -245,7 +245,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 			// of, until the group records it: no hints in this cycle.
 			hints = hints && len(v.Victims) == 0
 		} else {
-			v := Verdict{Key: c.Key, Cause: CauseNoRoom, Message: v.Message, Hint: hintFor(c, opts, &pre, true)}
+			v := Verdict{Key: c.Key, Cause: CauseNoRoom, Message: v.Message, Hint: hintFor(c, &pre, own, true)}
 			if v.Hint != nil {
 				v.Hint.Head = strategy == StrictFIFO
 			}

@@ -1,14 +1,11 @@
 package capacity
 
 import (
-	"sort"
-	"strings"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	resourcehelper "k8s.io/component-helpers/resource"
-	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 )
@@ -32,7 +29,8 @@ type Hint struct {
 	// Shapes are one pod of each distinct request among the gang's pods
 	// and copies: room helps on a node where one of them fits.
 	Shapes []*corev1.Pod
-	sigs   []string
+	// sigs name each shape's requests (PodRequests), to try it once a cycle.
+	sigs []string
 	// AnyRoom says that room given back on any node may help (the gang's
 	// pods repel each other or others by anti-affinity, or request
 	// resources that NodeResourcesFit alone cannot judge).
@@ -58,12 +56,13 @@ type HintLook struct {
 	ch   Changes
 	s    *Snapshot
 	now  time.Time
+	opts noderesources.ResourceRequestsOptions
 	fits map[string]bool
 }
 
 // NewHintLook returns a look at the changes ch, seen on snapshot s, at now.
 func NewHintLook(ch Changes, s *Snapshot, now time.Time) *HintLook {
-	return &HintLook{ch: ch, s: s, now: now, fits: map[string]bool{}}
+	return &HintLook{ch: ch, s: s, now: now, opts: fitOptions(), fits: map[string]bool{}}
 }
 
 // Helps reports whether the changes may let the gang with hint h fit.
@@ -98,13 +97,12 @@ func (l *HintLook) Helps(h *Hint) bool {
 
 // fitsFreed reports whether p fits, by NodeResourcesFit, on a freed node.
 func (l *HintLook) fitsFreed(p *corev1.Pod) bool {
-	opts := fitOptions()
 	for name := range l.ch.Freed {
 		i, ok := l.s.index[name]
 		if !ok {
 			continue // not a node the snapshot offers
 		}
-		if len(noderesources.Fits(p, l.s.info(i), nil, opts)) == 0 {
+		if len(noderesources.Fits(p, l.s.info(i), nil, l.opts)) == 0 {
 			return true
 		}
 	}
@@ -131,12 +129,10 @@ func fitOptions() noderesources.ResourceRequestsOptions {
 //   - has anti-affinity terms that select namespaces by label;
 //
 // or when it is in the middle of a preemption, or has capacity-request
-// pods of its own, whose room is free for it alone.
-func hintFor(c Candidate, opts Options, pre *preemption, tried bool) *Hint {
-	if len(c.Preempting) > 0 {
-		return nil
-	}
-	if opts.Requests != nil && c.Need > 0 && opts.Requests(c.Key) != nil {
+// pods of its own (own), whose room is free for it alone. tried says that
+// the cycle looked for victims for it, in vain.
+func hintFor(c Candidate, pre *preemption, own, tried bool) *Hint {
+	if len(c.Preempting) > 0 || own {
 		return nil
 	}
 	h := &Hint{Silent: c.Need == 0}
@@ -148,10 +144,12 @@ func hintFor(c Candidate, opts Options, pre *preemption, tried bool) *Hint {
 		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
 			h.AnyRoom = true
 		}
-		sig := requestSignature(p)
-		if strings.Contains(sig, "extended:") {
+		req := PodRequests(p)
+		if len(req.Scalar) > 0 {
+			// Extended resources, which devices may serve.
 			h.AnyRoom = true
 		}
+		sig := fmt.Sprint(req)
 		if !seen[sig] {
 			seen[sig] = true
 			h.Shapes, h.sigs = append(h.Shapes, p), append(h.sigs, sig)
@@ -168,7 +166,7 @@ func hintFor(c Candidate, opts Options, pre *preemption, tried bool) *Hint {
 			return nil
 		}
 	}
-	if tried && c.Preempt && opts.Victims != nil && c.Need > 0 {
+	if tried && c.Preempt && pre.opts.Victims != nil && c.Need > 0 {
 		prio := c.Priority
 		h.PreemptsBelow = &prio
 		h.Until = pre.sparedUntil(prio)
@@ -195,25 +193,6 @@ func hintable(p *corev1.Pod) bool {
 		}
 	}
 	return true
-}
-
-// requestSignature names a pod's effective requests, so that pods alike
-// are checked once; extended resources are marked, as NodeResourcesFit
-// cannot judge those that devices may serve.
-func requestSignature(p *corev1.Pod) string {
-	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{
-		SkipPodLevelResources: !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
-	})
-	parts := make([]string, 0, len(reqs))
-	for name, q := range reqs {
-		kind := ""
-		if v1helper.IsExtendedResourceName(name) {
-			kind = "extended:"
-		}
-		parts = append(parts, kind+string(name)+"="+q.String())
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
 }
 
 // sparedUntil is when the first victim of priority below prio that

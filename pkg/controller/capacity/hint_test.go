@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -134,32 +135,33 @@ func TestHintFor(t *testing.T) {
 		name  string
 		c     Candidate
 		opts  Options
+		own   bool
 		tried bool
 		want  got
 	}{
-		{"alike pods: one shape", gang(pods("g", 4, "2")), Options{}, false, got{Hint: true, Shapes: 1}},
-		{"two shapes", gang(append(pods("g", 2, "2"), pods("h", 2, "1")...)), Options{}, false, got{Hint: true, Shapes: 2}},
+		{"alike pods: one shape", gang(pods("g", 4, "2")), Options{}, false, false, got{Hint: true, Shapes: 1}},
+		{"two shapes", gang(append(pods("g", 2, "2"), pods("h", 2, "1")...)), Options{}, false, false, got{Hint: true, Shapes: 2}},
 		{"copies count as a shape", Candidate{Key: gk("g"), Pods: pods("g", 1, "2"), Copies: []Copies{{Name: "w", Template: pod("t", "3"), Count: 4}}, Need: 5},
-			Options{}, false, got{Hint: true, Shapes: 2}},
-		{"anti-affinity: any room", gang(pods("g", 2, "2", withAntiAffinity("app", "x"))), Options{}, false, got{Hint: true, Shapes: 1, AnyRoom: true}},
-		{"an extended resource: any room", gang(pods("g", 2, "2", gpu)), Options{}, false, got{Hint: true, Shapes: 1, AnyRoom: true}},
-		{"required pod affinity: none", gang(pods("g", 2, "2", withPodAffinity("app", "x"))), Options{}, false, got{}},
-		{"spread constraints: none", gang(pods("g", 2, "2", spread)), Options{}, false, got{}},
-		{"resource claims: none", gang(pods("g", 2, "2", claim)), Options{}, false, got{}},
-		{"a claim of a volume: none", gang(pods("g", 2, "2", pvc)), Options{}, false, got{}},
-		{"anti-affinity by namespace labels: none", gang(pods("g", 2, "2", nsAnti)), Options{}, false, got{}},
-		{"a preemption in flight: none", func() Candidate { c := gang(pods("g", 2, "2")); c.Preempting = []string{"ns/v"}; return c }(), Options{}, false, got{}},
-		{"its own capacity request: none", gang(pods("g", 2, "2")), Options{Requests: func(scheduling.GroupKey) *Victim { return &Victim{} }}, false, got{}},
-		{"preemption tried: victims of lower priority help", gang(pods("g", 2, "2")), Options{Victims: func() Pool { return Pool{} }}, true,
+			Options{}, false, false, got{Hint: true, Shapes: 2}},
+		{"anti-affinity: any room", gang(pods("g", 2, "2", withAntiAffinity("app", "x"))), Options{}, false, false, got{Hint: true, Shapes: 1, AnyRoom: true}},
+		{"an extended resource: any room", gang(pods("g", 2, "2", gpu)), Options{}, false, false, got{Hint: true, Shapes: 1, AnyRoom: true}},
+		{"required pod affinity: none", gang(pods("g", 2, "2", withPodAffinity("app", "x"))), Options{}, false, false, got{}},
+		{"spread constraints: none", gang(pods("g", 2, "2", spread)), Options{}, false, false, got{}},
+		{"resource claims: none", gang(pods("g", 2, "2", claim)), Options{}, false, false, got{}},
+		{"a claim of a volume: none", gang(pods("g", 2, "2", pvc)), Options{}, false, false, got{}},
+		{"anti-affinity by namespace labels: none", gang(pods("g", 2, "2", nsAnti)), Options{}, false, false, got{}},
+		{"a preemption in flight: none", func() Candidate { c := gang(pods("g", 2, "2")); c.Preempting = []string{"ns/v"}; return c }(), Options{}, false, false, got{}},
+		{"its own capacity request: none", gang(pods("g", 2, "2")), Options{}, true, false, got{}},
+		{"preemption tried: victims of lower priority help", gang(pods("g", 2, "2")), Options{Victims: func() Pool { return Pool{} }}, false, true,
 			got{Hint: true, Shapes: 1, Below: ptrTo(int32(5))}},
 		{"preemptionPolicy Never: no victim helps", func() Candidate { c := gang(pods("g", 2, "2", never)); c.Preempt = false; return c }(),
-			Options{Victims: func() Pool { return Pool{} }}, true, got{Hint: true, Shapes: 1}},
-		{"an admitted group's pods: silent", Candidate{Key: gk("g"), Pods: pods("g", 2, "2")}, Options{}, false, got{Hint: true, Shapes: 1, Silent: true}},
+			Options{Victims: func() Pool { return Pool{} }}, false, true, got{Hint: true, Shapes: 1}},
+		{"an admitted group's pods: silent", Candidate{Key: gk("g"), Pods: pods("g", 2, "2")}, Options{}, false, false, got{Hint: true, Shapes: 1, Silent: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pre := &preemption{opts: tt.opts}
-			h := hintFor(tt.c, tt.opts, pre, tt.tried)
+			h := hintFor(tt.c, pre, tt.own, tt.tried)
 			var g got
 			if h != nil {
 				g = got{Hint: true, Shapes: len(h.Shapes), AnyRoom: h.AnyRoom, Below: h.PreemptsBelow, Silent: h.Silent}
@@ -178,7 +180,7 @@ func TestHintLookHelps(t *testing.T) {
 	s := snapshotOf([]*corev1.Node{node("a", "4", "8Gi"), node("b", "4", "8Gi")},
 		pod("x", "3", onNode("a")), pod("y", "1", onNode("b")))
 	now := time.Unix(1000, 0)
-	two := &Hint{Shapes: []*corev1.Pod{pod("p", "2")}, sigs: []string{requestSignature(pod("p", "2"))}}
+	two := &Hint{Shapes: []*corev1.Pod{pod("p", "2")}, sigs: []string{fmt.Sprint(PodRequests(pod("p", "2")))}}
 	anyRoom := &Hint{Shapes: two.Shapes, sigs: two.sigs, AnyRoom: true}
 	below := &Hint{Shapes: two.Shapes, sigs: two.sigs, PreemptsBelow: ptrTo(int32(5))}
 	until := &Hint{Shapes: two.Shapes, sigs: two.sigs, Until: now.Add(time.Second)}
