@@ -3,7 +3,6 @@ package capacityadmission
 import (
 	"time"
 
-	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
@@ -56,15 +55,4 @@ func (q *admissionQueue) park(v capacity.Verdict, now time.Time) {
 		return
 	}
 	q.parked[v.Key] = parkedGang{verdict: v, since: now}
-}
-
-// parkedVerdict is a parked gang's verdict, for the cycle. Called with
-// q.mu held.
-func (q *admissionQueue) parkedVerdict(key scheduling.GroupKey) *capacity.Verdict {
-	p, ok := q.parked[key]
-	if !ok {
-		return nil
-	}
-	v := p.verdict
-	return &v
 }

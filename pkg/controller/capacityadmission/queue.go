@@ -130,12 +130,14 @@ func (q *admissionQueue) snapshot(withParked bool) []capacity.Candidate {
 	}
 	out := make([]capacity.Candidate, 0, max(n, 0))
 	q.parkedLast = 0
-	for _, c := range q.candidates {
-		if c.Parked = q.parkedVerdict(c.Key); c.Parked != nil {
+	for key, c := range q.candidates {
+		if p, parked := q.parked[key]; parked {
 			q.parkedLast++
 			if !withParked {
 				continue
 			}
+			v := p.verdict
+			c.Parked = &v
 		}
 		out = append(out, c)
 	}
