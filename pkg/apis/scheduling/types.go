@@ -49,6 +49,9 @@ type PodGroupTemplate struct {
 	SchedulingPolicy PodGroupSchedulingPolicy
 	Priority         *int32
 	Roles            []PodGroupRole
+	// SchedulingConstraints are copied into PodGroups created from this
+	// template.
+	SchedulingConstraints *PodGroupSchedulingConstraints
 }
 
 // PodGroupRole is one shape of pod in a gang of several shapes (KEP-976
@@ -65,6 +68,42 @@ type PodGroupRole struct {
 	// ReservationTimeoutSeconds bounds how long capacity reserved for a
 	// createdLater role waits for its pods, from admission.
 	ReservationTimeoutSeconds *int32
+	// SchedulingConstraints place the role's pods within the group's
+	// topology domain: in one domain of a narrower level, or in slices.
+	SchedulingConstraints *PodGroupSchedulingConstraints
+}
+
+// PodGroupSchedulingConstraints say which nodes a group's pods must, or
+// would rather, share (topology.go).
+type PodGroupSchedulingConstraints struct {
+	// Topology is upstream's (scheduling.k8s.io/v1beta1): at most one
+	// entry, required: every pod in one domain of its key.
+	Topology []TopologyConstraint
+	// PreferredTopology are narrower levels, narrowest first, tried before
+	// Topology's (Muster's extension).
+	PreferredTopology []TopologyConstraint
+	// Slice puts every Size pods in one domain of Key within the group's
+	// domain (Muster's extension).
+	Slice *TopologySlice
+}
+
+// TopologyConstraint names a level of the topology: a node label key whose
+// values are its domains.
+type TopologyConstraint struct {
+	Key string
+}
+
+// TopologySlice is a slice constraint: every Size pods share a domain of Key.
+type TopologySlice struct {
+	Key  string
+	Size int32
+}
+
+// TopologyDomain is one domain of a level: the nodes whose label Key has
+// the value Value.
+type TopologyDomain struct {
+	Key   string
+	Value string
 }
 
 // PodGroupRoleTemplate holds the fields of a pod that decide where it fits.
@@ -123,6 +162,8 @@ type PodGroupSpec struct {
 	SchedulingGates  []PodGroupSchedulingGate
 	Priority         *int32
 	Roles            []PodGroupRole
+	// SchedulingConstraints: immutable.
+	SchedulingConstraints *PodGroupSchedulingConstraints
 }
 
 // WorkloadReference names a Workload and one of its templates.
@@ -216,6 +257,10 @@ type PodGroupStatus struct {
 
 	Roles []PodGroupRoleStatus
 
+	// TopologyDomain is the domain the group was admitted in, when
+	// spec.schedulingConstraints asks for one.
+	TopologyDomain *TopologyDomain
+
 	AdmissionTime      *metav1.Time
 	StartTime          *metav1.Time
 	CompletionTime     *metav1.Time
@@ -248,6 +293,9 @@ type PodGroupRoleStatus struct {
 	// UncountedTerminatedPods are the role's share of the group's, so that
 	// a pod counted after it is gone is counted in its role.
 	UncountedTerminatedPods *UncountedTerminatedPods
+	// TopologyDomain is the domain the role's pods were admitted in, when
+	// the role's schedulingConstraints ask for one.
+	TopologyDomain *TopologyDomain
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods whose tracking

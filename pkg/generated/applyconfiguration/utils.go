@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &schedulingv1alpha1.PodGroupRoleStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupRoleTemplate"):
 		return &schedulingv1alpha1.PodGroupRoleTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupSchedulingConstraints"):
+		return &schedulingv1alpha1.PodGroupSchedulingConstraintsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupSchedulingGate"):
 		return &schedulingv1alpha1.PodGroupSchedulingGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodGroupSchedulingPolicy"):
@@ -60,6 +62,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &schedulingv1alpha1.PreemptionVictimApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoleReservation"):
 		return &schedulingv1alpha1.RoleReservationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TopologyConstraint"):
+		return &schedulingv1alpha1.TopologyConstraintApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TopologyDomain"):
+		return &schedulingv1alpha1.TopologyDomainApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TopologySlice"):
+		return &schedulingv1alpha1.TopologySliceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TypedLocalObjectReference"):
 		return &schedulingv1alpha1.TypedLocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UncountedTerminatedPods"):

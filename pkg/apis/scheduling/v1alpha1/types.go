@@ -92,6 +92,11 @@ type PodGroupTemplate struct {
 	// +listType=map
 	// +listMapKey=name
 	Roles []PodGroupRole `json:"roles,omitempty"`
+
+	// SchedulingConstraints are copied into PodGroups created from this
+	// template. They cannot change after creation.
+	// +optional
+	SchedulingConstraints *PodGroupSchedulingConstraints `json:"schedulingConstraints,omitempty"`
 }
 
 // PodGroupRole is one shape of pod in a gang of several shapes.
@@ -116,6 +121,67 @@ type PodGroupRole struct {
 	// --reservation-timeout applies. Only for createdLater roles.
 	// +optional
 	ReservationTimeoutSeconds *int32 `json:"reservationTimeoutSeconds,omitempty"`
+	// SchedulingConstraints place the role's pods, within the group's
+	// domain, in one domain of a narrower level (topology, or
+	// preferredTopology), or in slices. They cannot change after creation.
+	// +optional
+	SchedulingConstraints *PodGroupSchedulingConstraints `json:"schedulingConstraints,omitempty"`
+}
+
+// PodGroupSchedulingConstraints say which nodes a group's pods must, or
+// would rather, share. A level of the topology is a node label key, such
+// as topology.kubernetes.io/zone or kubernetes.io/hostname; a domain of
+// it is the set of nodes whose label has one value. Nodes without the
+// label are in no domain of that level.
+type PodGroupSchedulingConstraints struct {
+	// Topology is upstream's field (scheduling.k8s.io/v1beta1 PodGroup):
+	// at most one entry, and it is required: every pod of the group is
+	// placed in one domain of its key, and the group waits whole while no
+	// domain has room for all of it.
+	// +optional
+	// +listType=atomic
+	Topology []TopologyConstraint `json:"topology,omitempty"`
+	// PreferredTopology is Muster's extension: up to 4 levels, narrowest
+	// first, each different from topology's. The group is placed in one
+	// domain of the first level that has a domain with room for all of it;
+	// failing every one, in one domain of topology's key, or anywhere when
+	// topology is empty. Each preferred level should be narrower than
+	// topology's: a domain of it that straddles two of topology's domains
+	// is used only within one of them.
+	// +optional
+	// +listType=atomic
+	PreferredTopology []TopologyConstraint `json:"preferredTopology,omitempty"`
+	// Slice is Muster's extension: the group's pods, taken in order of
+	// name, are cut into slices of slice.size, and each slice is placed in
+	// one domain of slice.key within the group's domain (the last slice may
+	// be smaller). Pods created later are sliced after the existing ones.
+	// +optional
+	Slice *TopologySlice `json:"slice,omitempty"`
+}
+
+// TopologyConstraint names a level of the topology.
+type TopologyConstraint struct {
+	// Key is a node label key, such as topology.kubernetes.io/zone: the
+	// nodes that share its value are one domain.
+	Key string `json:"key"`
+}
+
+// TopologySlice asks that every Size pods share one domain of Key.
+type TopologySlice struct {
+	// Key is a node label key, narrower than the group's level, such as
+	// a rack label.
+	Key string `json:"key"`
+	// Size is how many pods share one domain of Key; at least 1.
+	Size int32 `json:"size"`
+}
+
+// TopologyDomain is one domain of a level: the nodes whose label Key has
+// the value Value.
+type TopologyDomain struct {
+	// Key is the node label key.
+	Key string `json:"key"`
+	// Value is the label's value shared by the domain's nodes.
+	Value string `json:"value"`
 }
 
 // PodGroupRoleTemplate holds the fields of a pod that decide where it fits.
@@ -251,6 +317,15 @@ type PodGroupSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Roles []PodGroupRole `json:"roles,omitempty"`
+
+	// SchedulingConstraints say which nodes the group's pods must, or would
+	// rather, share: one rack, block or zone (topology, as upstream's
+	// scheduling.k8s.io/v1beta1 PodGroup names it), narrower levels tried
+	// first (preferredTopology), and slices. When workloadRef is set and
+	// this is empty, the server copies the template's on create. It cannot
+	// change after creation.
+	// +optional
+	SchedulingConstraints *PodGroupSchedulingConstraints `json:"schedulingConstraints,omitempty"`
 }
 
 // WorkloadReference names a Workload and one of its templates.
@@ -426,6 +501,12 @@ type PodGroupStatus struct {
 	// +listMapKey=name
 	Roles []PodGroupRoleStatus `json:"roles,omitempty"`
 
+	// TopologyDomain is the domain capacity-aware admission placed the group
+	// in, when spec.schedulingConstraints asks for one: pods that join the
+	// group later are placed in it too. Written with Admitted=True.
+	// +optional
+	TopologyDomain *TopologyDomain `json:"topologyDomain,omitempty"`
+
 	// AdmissionTime is when the group was admitted.
 	// +optional
 	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
@@ -480,6 +561,10 @@ type PodGroupRoleStatus struct {
 	// write that counts it in the group, even when the pod is gone by then.
 	// +optional
 	UncountedTerminatedPods *UncountedTerminatedPods `json:"uncountedTerminatedPods,omitempty"`
+	// TopologyDomain is the domain the role's pods were placed in, when the
+	// role's schedulingConstraints ask for one.
+	// +optional
+	TopologyDomain *TopologyDomain `json:"topologyDomain,omitempty"`
 }
 
 // UncountedTerminatedPods holds the UIDs of finished pods that are not yet

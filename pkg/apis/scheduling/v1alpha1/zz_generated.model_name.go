@@ -62,6 +62,11 @@ func (in PodGroupRoleTemplate) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodGroupSchedulingConstraints) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PodGroupSchedulingConstraints"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PodGroupSchedulingGate) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.PodGroupSchedulingGate"
 }
@@ -99,6 +104,21 @@ func (in PreemptionVictim) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RoleReservation) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.RoleReservation"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TopologyConstraint) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.TopologyConstraint"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TopologyDomain) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.TopologyDomain"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TopologySlice) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.TopologySlice"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -40,6 +40,10 @@ type PodGroupRoleApplyConfiguration struct {
 	// CapacityReserved condition says so. When unset, the controller's
 	// --reservation-timeout applies. Only for createdLater roles.
 	ReservationTimeoutSeconds *int32 `json:"reservationTimeoutSeconds,omitempty"`
+	// SchedulingConstraints place the role's pods, within the group's
+	// domain, in one domain of a narrower level (topology, or
+	// preferredTopology), or in slices. They cannot change after creation.
+	SchedulingConstraints *PodGroupSchedulingConstraintsApplyConfiguration `json:"schedulingConstraints,omitempty"`
 }
 
 // PodGroupRoleApplyConfiguration constructs a declarative configuration of the PodGroupRole type for use with
@@ -85,5 +89,13 @@ func (b *PodGroupRoleApplyConfiguration) WithCreatedLater(value bool) *PodGroupR
 // If called multiple times, the ReservationTimeoutSeconds field is set to the value of the last call.
 func (b *PodGroupRoleApplyConfiguration) WithReservationTimeoutSeconds(value int32) *PodGroupRoleApplyConfiguration {
 	b.ReservationTimeoutSeconds = &value
+	return b
+}
+
+// WithSchedulingConstraints sets the SchedulingConstraints field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SchedulingConstraints field is set to the value of the last call.
+func (b *PodGroupRoleApplyConfiguration) WithSchedulingConstraints(value *PodGroupSchedulingConstraintsApplyConfiguration) *PodGroupRoleApplyConfiguration {
+	b.SchedulingConstraints = value
 	return b
 }

@@ -35,6 +35,9 @@ type PodGroupRoleStatusApplyConfiguration struct {
 	// that are this role's pods: a pod is counted in its role in the same
 	// write that counts it in the group, even when the pod is gone by then.
 	UncountedTerminatedPods *UncountedTerminatedPodsApplyConfiguration `json:"uncountedTerminatedPods,omitempty"`
+	// TopologyDomain is the domain the role's pods were placed in, when the
+	// role's schedulingConstraints ask for one.
+	TopologyDomain *TopologyDomainApplyConfiguration `json:"topologyDomain,omitempty"`
 }
 
 // PodGroupRoleStatusApplyConfiguration constructs a declarative configuration of the PodGroupRoleStatus type for use with
@@ -80,5 +83,13 @@ func (b *PodGroupRoleStatusApplyConfiguration) WithFailed(value int32) *PodGroup
 // If called multiple times, the UncountedTerminatedPods field is set to the value of the last call.
 func (b *PodGroupRoleStatusApplyConfiguration) WithUncountedTerminatedPods(value *UncountedTerminatedPodsApplyConfiguration) *PodGroupRoleStatusApplyConfiguration {
 	b.UncountedTerminatedPods = value
+	return b
+}
+
+// WithTopologyDomain sets the TopologyDomain field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TopologyDomain field is set to the value of the last call.
+func (b *PodGroupRoleStatusApplyConfiguration) WithTopologyDomain(value *TopologyDomainApplyConfiguration) *PodGroupRoleStatusApplyConfiguration {
+	b.TopologyDomain = value
 	return b
 }

@@ -49,6 +49,13 @@ type PodGroupSpecApplyConfiguration struct {
 	// every role has its count of active pods. After creation only the counts
 	// may change, as minCount may.
 	Roles []PodGroupRoleApplyConfiguration `json:"roles,omitempty"`
+	// SchedulingConstraints say which nodes the group's pods must, or would
+	// rather, share: one rack, block or zone (topology, as upstream's
+	// scheduling.k8s.io/v1beta1 PodGroup names it), narrower levels tried
+	// first (preferredTopology), and slices. When workloadRef is set and
+	// this is empty, the server copies the template's on create. It cannot
+	// change after creation.
+	SchedulingConstraints *PodGroupSchedulingConstraintsApplyConfiguration `json:"schedulingConstraints,omitempty"`
 }
 
 // PodGroupSpecApplyConfiguration constructs a declarative configuration of the PodGroupSpec type for use with
@@ -104,5 +111,13 @@ func (b *PodGroupSpecApplyConfiguration) WithRoles(values ...*PodGroupRoleApplyC
 		}
 		b.Roles = append(b.Roles, *values[i])
 	}
+	return b
+}
+
+// WithSchedulingConstraints sets the SchedulingConstraints field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SchedulingConstraints field is set to the value of the last call.
+func (b *PodGroupSpecApplyConfiguration) WithSchedulingConstraints(value *PodGroupSchedulingConstraintsApplyConfiguration) *PodGroupSpecApplyConfiguration {
+	b.SchedulingConstraints = value
 	return b
 }

@@ -85,6 +85,10 @@ type PodGroupStatusApplyConfiguration struct {
 	// Roles count the pods of each of spec.roles, as active, succeeded and
 	// failed count all of the group's pods.
 	Roles []PodGroupRoleStatusApplyConfiguration `json:"roles,omitempty"`
+	// TopologyDomain is the domain capacity-aware admission placed the group
+	// in, when spec.schedulingConstraints asks for one: pods that join the
+	// group later are placed in it too. Written with Admitted=True.
+	TopologyDomain *TopologyDomainApplyConfiguration `json:"topologyDomain,omitempty"`
 	// AdmissionTime is when the group was admitted.
 	AdmissionTime *metav1.Time `json:"admissionTime,omitempty"`
 	// StartTime is when the group was first scheduled.
@@ -238,6 +242,14 @@ func (b *PodGroupStatusApplyConfiguration) WithRoles(values ...*PodGroupRoleStat
 		}
 		b.Roles = append(b.Roles, *values[i])
 	}
+	return b
+}
+
+// WithTopologyDomain sets the TopologyDomain field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TopologyDomain field is set to the value of the last call.
+func (b *PodGroupStatusApplyConfiguration) WithTopologyDomain(value *TopologyDomainApplyConfiguration) *PodGroupStatusApplyConfiguration {
+	b.TopologyDomain = value
 	return b
 }
 

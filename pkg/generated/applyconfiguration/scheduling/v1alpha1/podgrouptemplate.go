@@ -42,6 +42,9 @@ type PodGroupTemplateApplyConfiguration struct {
 	// every role has its count of active pods. After creation only the counts
 	// may change, as minCount may.
 	Roles []PodGroupRoleApplyConfiguration `json:"roles,omitempty"`
+	// SchedulingConstraints are copied into PodGroups created from this
+	// template. They cannot change after creation.
+	SchedulingConstraints *PodGroupSchedulingConstraintsApplyConfiguration `json:"schedulingConstraints,omitempty"`
 }
 
 // PodGroupTemplateApplyConfiguration constructs a declarative configuration of the PodGroupTemplate type for use with
@@ -84,5 +87,13 @@ func (b *PodGroupTemplateApplyConfiguration) WithRoles(values ...*PodGroupRoleAp
 		}
 		b.Roles = append(b.Roles, *values[i])
 	}
+	return b
+}
+
+// WithSchedulingConstraints sets the SchedulingConstraints field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SchedulingConstraints field is set to the value of the last call.
+func (b *PodGroupTemplateApplyConfiguration) WithSchedulingConstraints(value *PodGroupSchedulingConstraintsApplyConfiguration) *PodGroupTemplateApplyConfiguration {
+	b.SchedulingConstraints = value
 	return b
 }
