@@ -47,7 +47,8 @@ func (p *placer) placeCopies(sh *shape) int {
 			h = append(h, slot{node: i, score: fullness(sh.req, p.s.info(i))})
 		}
 	} else {
-		for i := range p.s.Nodes {
+		for k := range p.count() {
+			i := p.at(k)
 			h = append(h, slot{node: i, score: bestFitScore(sh.req, p.s.info(i))})
 		}
 	}

@@ -48,6 +48,15 @@ func TestPlaceCopies(t *testing.T) {
 			wantPods: 2,
 		},
 		{
+			// The pods once joined the copies' shape and were never placed.
+			name:     "pods of the same shape as the copies are placed too",
+			nodes:    []*corev1.Node{node("a", "4", "8Gi")},
+			pods:     pods("driver", 2, "1"),
+			copies:   Copies{Name: "worker", Template: pod("tpl", "1"), Count: 2},
+			want:     map[string]int{"a": 2},
+			wantPods: 2,
+		},
+		{
 			name:      "the node's pod limit bounds copies that request nothing",
 			nodes:     []*corev1.Node{node("a", "4", "8Gi", withMaxPods("3"))},
 			copies:    Copies{Name: "worker", Template: pod("tpl", "0"), Count: 1_000_000},

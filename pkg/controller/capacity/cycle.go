@@ -37,6 +37,9 @@ type Candidate struct {
 	// Copies are pods not yet created that must fit with Pods: the missing
 	// pods of roles created later, placed from their role's template.
 	Copies []Copies
+	// Topology, when set, is where the gang's pods must, or would rather,
+	// go together (topology.go).
+	Topology *Topology
 	// Need is how many of Pods and Copies must fit for the group to be
 	// admitted, all at once. Zero marks an admitted group, whose pods are placed one by one
 	// as they fit (replacements, or pods beyond minCount).
@@ -65,6 +68,10 @@ type Verdict struct {
 	Admit       bool
 	Assignments []Assignment
 	Copies      []CopiesOnNode
+	// Domain and RoleDomains are the topology domains the gang, and its
+	// roles, were placed in, when its Topology asks for them.
+	Domain      *Domain
+	RoleDomains map[string]Domain
 	// Cause and Message say why a gang waits, when it does not fit.
 	Cause   Cause
 	Message string
@@ -179,11 +186,12 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 				requested, own = s.takeOff([]*Victim{r}, false), true
 			}
 		}
-		res := s.Place(c.Pods, c.Copies...)
+		res := c.place(s)
 		if c.Need == 0 || res.Placed() >= c.Need {
 			if res.Placed() > 0 {
 				s.Commit(res)
-				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments, Copies: res.Copies})
+				verdicts = append(verdicts, Verdict{Key: c.Key, Admit: true, Assignments: res.Assignments, Copies: res.Copies,
+					Domain: res.Domain, RoleDomains: res.RoleDomains})
 			} else {
 				s.Discard(res)
 				requested()
@@ -217,12 +225,15 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 			}
 			var placed Result
 			s.idleDevicesFor(func() {
-				placed = on.Place(c.Pods, c.Copies...)
+				placed = c.place(on)
 				on.Discard(placed)
 			})
 			if placed.Placed() < c.Need {
 				v := Verdict{Key: c.Key, Cause: CauseNeverFits,
 					Message: fmt.Sprintf("needs %d pods placed at once and can never fit: even the idle cluster%s fits %d: %s", c.Need, but, placed.Placed(), placed.Short)}
+				if placed.topology {
+					v.Message = fmt.Sprintf("can never fit: even on the idle cluster%s, it %s", but, placed.Short)
+				}
 				closes := opts.Autoscaling && strategy == StrictFIFO
 				if keep == nil {
 					// Judged with pod affinity kept, a pod created may
@@ -239,6 +250,9 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 			}
 		}
 		msg := fmt.Sprintf("needs %d pods placed at once; %d fit now: %s", c.Need, res.Placed(), res.Short)
+		if res.topology {
+			msg = res.Short
+		}
 		if v, ok := pre.try(s, c, msg); ok {
 			verdicts = append(verdicts, v)
 			// A new preemption holds room that the tracker does not know
@@ -462,7 +476,7 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 			p.taken[v] = true
 		}
 		undo := s.evict(going)
-		res := s.Place(c.Pods, c.Copies...)
+		res := c.place(s)
 		if res.Placed() >= c.Need {
 			s.Commit(res)
 		} else {
@@ -487,6 +501,7 @@ func (p *preemption) try(s *Snapshot, c Candidate, msg string) (Verdict, bool) {
 		p.taken[v] = true
 	}
 	return Verdict{Key: c.Key, Cause: CausePreempting, Victims: ch.victims, Assignments: ch.res.Assignments, Copies: ch.res.Copies,
+		Domain: ch.res.Domain, RoleDomains: ch.res.RoleDomains,
 		Message: fmt.Sprintf("preempting %d of lower priority to fit: %s", len(ch.victims), describeVictims(c.Key.Namespace, ch.victims))}, true
 }
 
@@ -497,4 +512,10 @@ func compareKeys(a, b scheduling.GroupKey) int {
 		return strings.Compare(a.Name, b.Name)
 	}
 	return strings.Compare(a.String(), b.String())
+}
+
+// place places the candidate's pods and copies on s, in the domains its
+// topology asks for.
+func (c *Candidate) place(s *Snapshot) Result {
+	return s.PlaceGang(c.Pods, c.Copies, c.Topology, c.Need)
 }

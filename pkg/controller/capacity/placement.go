@@ -33,6 +33,16 @@ type Result struct {
 	Unplaced int
 	// Short says why pods did not fit; empty when all did.
 	Short string
+	// Domain is the domain the gang was placed in, when its Topology asks
+	// for one; RoleDomains are its roles', by name (topology.go).
+	Domain      *Domain
+	RoleDomains map[string]Domain
+
+	// topology marks a gang that did not fit the domains its Topology
+	// asks for: it places nothing, Short says all there is to say, and
+	// fit is how many pods the best domain would take.
+	topology bool
+	fit      int
 
 	overlay  map[int]*schedfw.NodeInfo
 	reserved []reservation
@@ -43,6 +53,15 @@ type reservation struct {
 	state fwk.CycleState
 	pod   *corev1.Pod
 	node  string
+}
+
+// fitCount is how many pods and copies fit, or for a gang that no domain
+// fits, how many the best one would take.
+func (r Result) fitCount() int {
+	if r.topology {
+		return r.fit
+	}
+	return r.Placed()
 }
 
 // Placed is how many pods and copies fit.
@@ -71,15 +90,22 @@ func (r Result) Placed() int {
 // (the mean of its cpu and memory fractions, then by name). Filling the
 // fullest node first leaves whole nodes free for later gangs.
 func (s *Snapshot) Place(pods []*corev1.Pod, copies ...Copies) Result {
+	return s.placeOn(nil, pods, copies)
+}
+
+// placeOn is Place on the nodes only lists (indexes into s.Nodes, in
+// order), or on every node when only is nil: the nodes of one topology
+// domain (topology.go).
+func (s *Snapshot) placeOn(only []int, pods []*corev1.Pod, copies []Copies) Result {
 	ctx := context.TODO()
 	s.use(ctx)
-	p := &placer{ctx: ctx, s: s}
+	p := &placer{ctx: ctx, s: s, only: only}
 	var shortMsgs []string
 	for _, sh := range groupShapes(pods, copies) {
 		placed := p.placeShape(sh)
 		if left := sh.size() - placed; left > 0 {
 			p.res.Unplaced += left
-			shortMsgs = append(shortMsgs, sh.shortMessage(placed, len(s.Nodes)))
+			shortMsgs = append(shortMsgs, sh.shortMessage(placed, p.count()))
 		}
 	}
 	p.res.Short = strings.Join(shortMsgs, "; ")
@@ -172,6 +198,24 @@ type placer struct {
 	s        *Snapshot
 	res      Result
 	reserved []reservation
+	// only, when not nil, are the nodes the placement may use.
+	only []int
+}
+
+// count is how many nodes the placement may use; at(k) is the k-th, an
+// index into s.Nodes.
+func (p *placer) count() int {
+	if p.only != nil {
+		return len(p.only)
+	}
+	return len(p.s.Nodes)
+}
+
+func (p *placer) at(k int) int {
+	if p.only != nil {
+		return p.only[k]
+	}
+	return k
 }
 
 // prefilter runs the PreFilter plugins for pod; a failure refuses every node.
@@ -208,12 +252,13 @@ func (p *placer) filter(cs *cycleState, pod *corev1.Pod, i int) string {
 // filterAll runs filter on every node, in parallel, and returns the nodes
 // pod may run on; why records the others.
 func (p *placer) filterAll(cs *cycleState, pod *corev1.Pod, why map[int]string) []int {
-	reasons := make([]string, len(p.s.Nodes))
-	p.s.filters.fw.Parallelizer().Until(p.ctx, len(p.s.Nodes), func(i int) {
-		reasons[i] = p.filter(cs, pod, i)
+	reasons := make([]string, p.count())
+	p.s.filters.fw.Parallelizer().Until(p.ctx, p.count(), func(k int) {
+		reasons[k] = p.filter(cs, pod, p.at(k))
 	}, "muster-placement")
 	var ok []int
-	for i, r := range reasons {
+	for k, r := range reasons {
+		i := p.at(k)
 		if r == "" {
 			ok = append(ok, i)
 			delete(why, i)
@@ -284,9 +329,10 @@ func (p *placer) placeAlone(sh *shape, pod *corev1.Pod) bool {
 		sh.refuseAll(refusal(st))
 		return false
 	}
-	order := make([]slot, len(p.s.Nodes))
-	for i := range order {
-		order[i] = slot{node: i, score: bestFitScore(sh.req, p.s.info(i))}
+	order := make([]slot, p.count())
+	for k := range order {
+		i := p.at(k)
+		order[k] = slot{node: i, score: bestFitScore(sh.req, p.s.info(i))}
 	}
 	sort.Slice(order, func(a, b int) bool { return slotHeap(order).Less(a, b) })
 	for _, sl := range order {
@@ -509,7 +555,9 @@ func groupShapes(pods []*corev1.Pod, copies []Copies) []*shape {
 		ind := independent(p)
 		var found *shape
 		for _, sh := range shapes {
-			if sh.independent == ind && sameShape(sh.pods[0], p, sh.req, req) {
+			// A set of copies places only its count: a pod of the same
+			// shape needs a shape of its own.
+			if sh.copies == nil && sh.independent == ind && sameShape(sh.pods[0], p, sh.req, req) {
 				found = sh
 				break
 			}

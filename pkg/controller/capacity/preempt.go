@@ -36,7 +36,7 @@ func (s *Snapshot) preempt(c Candidate, pool []*Victim, taken map[*Victim]bool) 
 	// fits tries c with vs gone, and leaves s as it was unless keep.
 	fits := func(vs []*Victim, keep bool) (Result, bool) {
 		undo := s.evict(vs)
-		res := s.Place(c.Pods, c.Copies...)
+		res := c.place(s)
 		ok := res.Placed() >= c.Need
 		if !ok || !keep {
 			s.Discard(res)

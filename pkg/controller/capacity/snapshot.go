@@ -48,6 +48,9 @@ type Snapshot struct {
 	// lists caches the lister's node lists (all, and with pods that have
 	// affinity, required anti-affinity, and non-hostname anti-affinity)
 	// until a node changes; PreFilter asks for them once per pod.
+	// levels are the domains of each topology level placement asked for
+	// (topology.go), found once per snapshot.
+	levels     map[string][]levelDomain
 	listsMu    sync.Mutex
 	lists      [4][]fwk.NodeInfo
 	listsValid [4]bool
