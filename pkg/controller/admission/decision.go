@@ -48,6 +48,12 @@ type Decision struct {
 type Places struct {
 	Placements   []v1alpha1.PodPlacement
 	Reservations []v1alpha1.RoleReservation
+	// Domains says that the gang is admitted now, in TopologyDomain (nil:
+	// none) and its roles in RoleDomains, for status.topologyDomain and
+	// status.roles[].topologyDomain; without it those are kept.
+	Domains        bool
+	TopologyDomain *v1alpha1.TopologyDomain
+	RoleDomains    map[string]v1alpha1.TopologyDomain
 }
 
 // Condition is a condition a Decision sets on its group.

@@ -45,6 +45,7 @@ func (a *Mode) placeGang(g admission.Group, need int32, now time.Time) (admissio
 				Placements:   withPlacements(pg.Status.Placements, pods),
 				Reservations: pg.Status.Reservations,
 			}}
+			setDomains(out.Places, d)
 			if len(reserved) > 0 {
 				out.Places.Reservations = withReservations(pg.Status.Reservations, reserved)
 				out.Set(v1alpha1.ConditionCapacityReserved, metav1.ConditionTrue, scheduling.ReasonAwaitingPods, reservedMessage(pg, out.Places.Reservations))
@@ -64,7 +65,7 @@ func (a *Mode) placeGang(g admission.Group, need int32, now time.Time) (admissio
 	}
 	a.queue.offer(capacity.Candidate{
 		Key: g.Key, Priority: gangPriority(pg, g.Pods), Created: pg.CreationTimestamp.Time,
-		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)),
+		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)), Topology: gangTopology(pg),
 		Preempt: mayPreempt(g.Pods), Preempting: a.preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
 	})
 	w, _ := a.queue.waitReason(g.Key)
@@ -96,7 +97,8 @@ func (a *Mode) placeJoiners(g admission.Group, places *admission.Places, d *admi
 		a.queue.withdraw(g.Key)
 		return next
 	}
-	a.queue.offer(capacity.Candidate{Key: g.Key, Priority: gangPriority(g.PodGroup, g.Pods), Created: g.PodGroup.CreationTimestamp.Time, Pods: toPlace})
+	a.queue.offer(capacity.Candidate{Key: g.Key, Priority: gangPriority(g.PodGroup, g.Pods), Created: g.PodGroup.CreationTimestamp.Time, Pods: toPlace,
+		Topology: joinerTopology(g.PodGroup)})
 	return next
 }
 

@@ -34,6 +34,7 @@ func admissionGroup(key scheduling.GroupKey, pg *v1alpha1.PodGroup, v *podView) 
 func (c *Controller) recordDecision(pg *v1alpha1.PodGroup, v *podView, d admission.Decision, now time.Time) bool {
 	if d.Places != nil {
 		pg.Status.Placements, pg.Status.Reservations = d.Places.Placements, d.Places.Reservations
+		recordDomains(pg, d.Places)
 	}
 	if d.EndPreemption {
 		pg.Status.Preemption = nil
@@ -176,6 +177,22 @@ func recordRecovery(pg *v1alpha1.PodGroup, r lostCounts, now time.Time) {
 		if pg.Status.AdmissionTime == nil {
 			t := metav1.NewTime(now)
 			pg.Status.AdmissionTime = &t
+		}
+	}
+}
+
+// recordDomains writes the topology domains a gang is admitted in into
+// its status, where the pods that join it later are placed too; a gang
+// admitted in none (or readmitted elsewhere) loses the old ones.
+func recordDomains(pg *v1alpha1.PodGroup, p *admission.Places) {
+	if !p.Domains {
+		return
+	}
+	pg.Status.TopologyDomain = p.TopologyDomain.DeepCopy()
+	for i := range pg.Status.Roles {
+		pg.Status.Roles[i].TopologyDomain = nil
+		if d, ok := p.RoleDomains[pg.Status.Roles[i].Name]; ok {
+			pg.Status.Roles[i].TopologyDomain = d.DeepCopy()
 		}
 	}
 }

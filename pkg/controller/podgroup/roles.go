@@ -57,12 +57,13 @@ type roleDecision struct {
 	Name              string
 	Succeeded, Failed int32
 	Uncounted         *v1alpha1.UncountedTerminatedPods
+	Domain            *v1alpha1.TopologyDomain
 }
 
 func roleDecisions(statuses []v1alpha1.PodGroupRoleStatus) []roleDecision {
 	var ds []roleDecision
 	for _, s := range statuses {
-		ds = append(ds, roleDecision{Name: s.Name, Succeeded: s.Succeeded, Failed: s.Failed, Uncounted: s.UncountedTerminatedPods})
+		ds = append(ds, roleDecision{Name: s.Name, Succeeded: s.Succeeded, Failed: s.Failed, Uncounted: s.UncountedTerminatedPods, Domain: s.TopologyDomain})
 	}
 	return ds
 }

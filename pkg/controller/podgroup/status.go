@@ -50,6 +50,9 @@ type decisions struct {
 	// Reservations are capacity held for pods not yet created
 	// (capacityadmission/reservations.go), claimed in the write that places a pod.
 	Reservations []v1alpha1.RoleReservation
+	// TopologyDomain is the domain the gang was admitted in, where its
+	// joiners are placed (capacityadmission/topology.go).
+	TopologyDomain *v1alpha1.TopologyDomain
 }
 
 // conditionDecision is what of a condition is a decision.
@@ -74,6 +77,7 @@ func decisionsOf(s *v1alpha1.PodGroupStatus) decisions {
 	}
 	d.Roles = roleDecisions(s.Roles)
 	d.Reservations = s.Reservations
+	d.TopologyDomain = s.TopologyDomain
 	return d
 }
 

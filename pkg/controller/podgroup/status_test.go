@@ -76,6 +76,12 @@ func TestEveryStatusFieldIsClassified(t *testing.T) {
 		{"Preemption", "a preemption decided is a decision", func(s *v1alpha1.PodGroupStatus) {
 			s.Preemption = &v1alpha1.PodGroupPreemption{Priority: 10, Victims: []v1alpha1.PreemptionVictim{{Kind: "PodGroup", Namespace: "ns", Name: "low", UID: "u", Priority: 1}}}
 		}, true},
+		{"TopologyDomain", "the domain a gang is admitted in is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.TopologyDomain = &v1alpha1.TopologyDomain{Key: "example.com/rack", Value: "r1"}
+		}, true},
+		{"Roles", "a role's topology domain is a decision", func(s *v1alpha1.PodGroupStatus) {
+			s.Roles[0].TopologyDomain = &v1alpha1.TopologyDomain{Key: "example.com/rack", Value: "r1"}
+		}, true},
 		{"ObservedGeneration", "observedGeneration is a refresh", func(s *v1alpha1.PodGroupStatus) { s.ObservedGeneration = 3 }, false},
 	}
 	covered := map[string]bool{}
