@@ -166,3 +166,29 @@ func ownerUID(obj metav1.Object) types.UID {
 	}
 	return ""
 }
+
+// InOneDomain makes the capacity-request pods of sets share one domain of
+// key, a node label such as topology.kubernetes.io/zone, as the gang they
+// stand for must (its spec.schedulingConstraints.topology): each gets a
+// required pod affinity term, on key, to the group's capacity-request
+// pods. kube-scheduler, Karpenter and cluster-autoscaler all honour it, so
+// that the nodes added for the gang are added in one domain. It returns
+// the sets and their new hash.
+func InOneDomain(sets []PodSet, group, key string) ([]PodSet, string) {
+	term := corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{scheduling.CapacityRequestLabel: group}},
+		TopologyKey:   key,
+	}
+	for i := range sets {
+		spec := &sets[i].Template.Spec
+		if spec.Affinity == nil {
+			spec.Affinity = &corev1.Affinity{}
+		}
+		if spec.Affinity.PodAffinity == nil {
+			spec.Affinity.PodAffinity = &corev1.PodAffinity{}
+		}
+		a := spec.Affinity.PodAffinity
+		a.RequiredDuringSchedulingIgnoredDuringExecution = append(a.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	}
+	return sets, hashPodSets(sets)
+}

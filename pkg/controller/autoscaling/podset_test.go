@@ -3,6 +3,7 @@ package autoscaling
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,3 +147,36 @@ func TestPodSets(t *testing.T) {
 }
 
 const testRequestImage = scheduling.DefaultCapacityRequestImage
+
+// TestInOneDomain: a gang with a required topology asks for its nodes in
+// one domain: every capacity-request pod has a required pod affinity, on
+// the level's key, to the group's capacity-request pods, beside its own
+// affinity, and the demand's hash changes with it.
+func TestInOneDomain(t *testing.T) {
+	withNodeAffinity := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}}}}},
+		}}}
+	}
+	big := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("4")
+	}
+	sets, plain := PodSets([]*corev1.Pod{gangPod("a", withNodeAffinity), gangPod("b", big)}, "g", testRequestImage)
+	sets, hash := InOneDomain(sets, "g", corev1.LabelTopologyZone)
+	if hash == plain {
+		t.Errorf("hash %q unchanged: a request made without the constraint would be taken for this one", hash)
+	}
+	want := []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{scheduling.CapacityRequestLabel: "g"}},
+		TopologyKey:   corev1.LabelTopologyZone,
+	}}
+	for i, s := range sets {
+		a := s.Template.Spec.Affinity
+		if diff := cmp.Diff(want, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution); diff != "" {
+			t.Errorf("set %d: pod affinity (-want +got):\n%s", i, diff)
+		}
+		if i == 0 && a.NodeAffinity == nil {
+			t.Errorf("set 0 lost the pod's own node affinity")
+		}
+	}
+}

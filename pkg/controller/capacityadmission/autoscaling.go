@@ -169,6 +169,9 @@ func (s *autoscaler) offer(key scheduling.GroupKey, pg *v1alpha1.PodGroup, pods 
 		}
 	}
 	sets, hash := autoscaling.PodSets(all, pg.Name, s.image)
+	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
+		sets, hash = autoscaling.InOneDomain(sets, pg.Name, c.Topology[0].Key)
+	}
 	d := autoscaling.Demand{Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID, PodSets: sets, Hash: hash}
 	s.mu.Lock()
 	s.demands[key] = groupDemand{uids: uids, copies: n, demand: d}
