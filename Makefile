@@ -360,6 +360,7 @@ perf: build tools ## Load Muster on a local cluster and print rates and latencie
 FUZZ_TARGETS := \
 	pkg/apis/scheduling:FuzzAnnotationParsers \
 	pkg/apis/scheduling/validation:FuzzDecodeAndValidate \
+	pkg/apis/scheduling/validation:FuzzTopologyAnnotations \
 	pkg/webhook/pods:FuzzHandler \
 	pkg/webhook/pods:FuzzPod
 FUZZTIME ?= 1m

@@ -27,6 +27,20 @@ const (
 	// MinCountAnnotation on a pod asks the controller to create its PodGroup
 	// with a gang policy of this minCount when the group does not exist.
 	MinCountAnnotation = "scheduling.muster.dev/min-count"
+	// TopologyRequiredAnnotation on a pod gives the PodGroup the controller
+	// creates from it spec.schedulingConstraints.topology: a node label key,
+	// one domain of which must hold the whole gang (topology.go).
+	TopologyRequiredAnnotation = "scheduling.muster.dev/topology-required"
+	// TopologyPreferredAnnotation gives that group
+	// spec.schedulingConstraints.preferredTopology: node label keys,
+	// comma-separated, narrowest first.
+	TopologyPreferredAnnotation = "scheduling.muster.dev/topology-preferred"
+	// TopologySliceKeyAnnotation and TopologySliceSizeAnnotation, set
+	// together or not at all, give that group
+	// spec.schedulingConstraints.slice: every slice-size pods in one domain
+	// of the node label slice-key.
+	TopologySliceKeyAnnotation  = "scheduling.muster.dev/topology-slice-key"
+	TopologySliceSizeAnnotation = "scheduling.muster.dev/topology-slice-size"
 	// WorkloadAnnotation on a pod asks the controller to create its PodGroup
 	// with a workloadRef to this Workload (with TemplateAnnotation).
 	WorkloadAnnotation = "scheduling.muster.dev/workload"
@@ -91,6 +105,10 @@ const (
 	// MaxPreemptionVictims caps status.preemption.victims: a gang that
 	// would need more victims than this to fit does not preempt.
 	MaxPreemptionVictims = 100
+	// MaxPreferredTopology caps schedulingConstraints.preferredTopology:
+	// each level is tried in turn for every placement of the gang, and
+	// clusters have few levels narrower than a zone (block, rack, host).
+	MaxPreferredTopology = 4
 	// MaxGroupGates caps spec.schedulingGates, so that the conditions that
 	// name the gates stay readable and within their size limit.
 	MaxGroupGates = 32

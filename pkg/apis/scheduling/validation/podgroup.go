@@ -45,13 +45,15 @@ func ValidatePodGroupName(name string, prefix bool) []string {
 	return nil
 }
 
-// ValidatePodGroupUpdate checks a PodGroup update: workloadRef is immutable,
-// gates can only be removed, and only gang.minCount may change in the policy.
+// ValidatePodGroupUpdate checks a PodGroup update: workloadRef and
+// schedulingConstraints are immutable, gates can only be removed, and only
+// gang.minCount may change in the policy.
 func ValidatePodGroupUpdate(pg, old *scheduling.PodGroup) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&pg.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validatePodGroupSpec(&pg.Spec, specPath)...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(pg.Spec.WorkloadRef, old.Spec.WorkloadRef, specPath.Child("workloadRef"))...)
+	allErrs = append(allErrs, validateConstraintsUnchanged(pg.Spec.SchedulingConstraints, old.Spec.SchedulingConstraints, specPath.Child("schedulingConstraints"))...)
 	allErrs = append(allErrs, validatePolicyKindUnchanged(&pg.Spec.SchedulingPolicy, &old.Spec.SchedulingPolicy, specPath.Child("schedulingPolicy"))...)
 	allErrs = append(allErrs, validateGatesOnlyRemoved(pg.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
 	allErrs = append(allErrs, validateRolesUpdate(pg.Spec.Roles, old.Spec.Roles, specPath.Child("roles"))...)
@@ -95,6 +97,7 @@ func validatePodGroupSpec(spec *scheduling.PodGroupSpec, fldPath *field.Path) fi
 	}
 	allErrs = append(allErrs, validateSchedulingPolicy(&spec.SchedulingPolicy, fldPath.Child("schedulingPolicy"))...)
 	allErrs = append(allErrs, validateRoles(spec.Roles, &spec.SchedulingPolicy, fldPath.Child("roles"), fldPath.Child("schedulingPolicy"))...)
+	allErrs = append(allErrs, ValidateSchedulingConstraints(spec.SchedulingConstraints, fldPath.Child("schedulingConstraints"))...)
 
 	gatesPath := fldPath.Child("schedulingGates")
 	if n := len(spec.SchedulingGates); n > scheduling.MaxGroupGates {
@@ -165,6 +168,7 @@ func validatePodGroupStatus(s *scheduling.PodGroupStatus, fldPath *field.Path) f
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("preempted"), s.Preempted, fmt.Sprintf("must be less than or equal to status.failed (%d): a preempted pod is a failed one", s.Failed)))
 	}
 	allErrs = append(allErrs, validatePlacements(s.Placements, fldPath.Child("placements"))...)
+	allErrs = append(allErrs, validateTopologyDomain(s.TopologyDomain, fldPath.Child("topologyDomain"))...)
 	if p := s.Preemption; p != nil {
 		allErrs = append(allErrs, validatePreemption(p, fldPath.Child("preemption"))...)
 	}

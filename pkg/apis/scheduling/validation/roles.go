@@ -46,6 +46,7 @@ func validateRoles(roles []scheduling.PodGroupRole, policy *scheduling.PodGroupS
 		if r.Template != nil {
 			allErrs = append(allErrs, validateRoleTemplate(r.Template, p.Child("template"))...)
 		}
+		allErrs = append(allErrs, ValidateSchedulingConstraints(r.SchedulingConstraints, p.Child("schedulingConstraints"))...)
 		if !r.CreatedLater {
 			existing++
 		} else if r.Template == nil {
@@ -188,7 +189,8 @@ func validateRoleTemplate(t *scheduling.PodGroupRoleTemplate, fldPath *field.Pat
 
 // validateRolesUpdate keeps roles as they were created but for their
 // counts, which may change as gang.minCount may (validateRoles keeps the
-// two in agreement).
+// two in agreement). A role's schedulingConstraints are said to be
+// immutable on their own, as the group's are.
 func validateRolesUpdate(roles, old []scheduling.PodGroupRole, fldPath *field.Path) field.ErrorList {
 	if len(roles) != len(old) {
 		return field.ErrorList{field.Forbidden(fldPath, fmt.Sprintf("roles cannot be added or removed after creation (had %d, now %d); only their counts may change", len(old), len(roles)))}
@@ -196,7 +198,9 @@ func validateRolesUpdate(roles, old []scheduling.PodGroupRole, fldPath *field.Pa
 	var allErrs field.ErrorList
 	for i := range roles {
 		r, o := roles[i], old[i]
+		allErrs = append(allErrs, validateConstraintsUnchanged(r.SchedulingConstraints, o.SchedulingConstraints, fldPath.Index(i).Child("schedulingConstraints"))...)
 		r.Count, o.Count = 0, 0
+		r.SchedulingConstraints, o.SchedulingConstraints = nil, nil
 		if !apiequality.Semantic.DeepEqual(r, o) {
 			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i), "only count may change after creation"))
 		}
@@ -231,6 +235,7 @@ func validateRoleStatuses(statuses []scheduling.PodGroupRoleStatus, roles []sche
 		if u := s.UncountedTerminatedPods; u != nil {
 			allErrs = append(allErrs, validateUncounted(u, p.Child("uncountedTerminatedPods"))...)
 		}
+		allErrs = append(allErrs, validateTopologyDomain(s.TopologyDomain, p.Child("topologyDomain"))...)
 	}
 	return allErrs
 }

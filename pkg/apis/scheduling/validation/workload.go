@@ -52,10 +52,16 @@ func ValidateWorkloadUpdate(w, old *scheduling.Workload) field.ErrorList {
 			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "templates cannot be added after creation"))
 			continue
 		}
-		// Everything but the scheduling policy and the roles' counts is fixed.
+		// Everything but the scheduling policy and the roles' counts is
+		// fixed, schedulingConstraints included (empty ones are none).
 		tc, oc := *t, *o
 		tc.SchedulingPolicy, oc.SchedulingPolicy = scheduling.PodGroupSchedulingPolicy{}, scheduling.PodGroupSchedulingPolicy{}
 		tc.Roles, oc.Roles = nil, nil
+		for _, c := range []*scheduling.PodGroupTemplate{&tc, &oc} {
+			if !scheduling.HasSchedulingConstraints(c.SchedulingConstraints) {
+				c.SchedulingConstraints = nil
+			}
+		}
 		if !apiequality.Semantic.DeepEqual(tc, oc) {
 			allErrs = append(allErrs, field.Forbidden(tplPath.Index(i), "only schedulingPolicy and the roles' counts may change after creation"))
 		}
@@ -103,6 +109,7 @@ func validateWorkloadSpec(spec *scheduling.WorkloadSpec, fldPath *field.Path) fi
 		names.Insert(t.Name)
 		allErrs = append(allErrs, validateSchedulingPolicy(&t.SchedulingPolicy, p.Child("schedulingPolicy"))...)
 		allErrs = append(allErrs, validateRoles(t.Roles, &t.SchedulingPolicy, p.Child("roles"), p.Child("schedulingPolicy"))...)
+		allErrs = append(allErrs, ValidateSchedulingConstraints(t.SchedulingConstraints, p.Child("schedulingConstraints"))...)
 	}
 	return allErrs
 }
