@@ -1,7 +1,7 @@
 // Package workloadref is the PodGroupWorkloadExists admission plugin: a
-// PodGroup that names a Workload template gets its policy from that template,
-// and a PodGroup that names a Workload or template that does not exist is
-// rejected.
+// PodGroup that names a Workload template gets its policy, priority and
+// schedulingConstraints from that template, and a PodGroup that names a
+// Workload or template that does not exist is rejected.
 package workloadref
 
 import (
@@ -68,9 +68,10 @@ func (p *Plugin) ValidateInitialization() error {
 	return nil
 }
 
-// Admit copies the template's policy and priority into a PodGroup that left
-// them empty, and rejects a reference to a missing Workload or template. It
-// runs before validation, so the defaulted policy is validated like any other.
+// Admit copies the template's policy (and its roles, whole), priority and
+// schedulingConstraints into a PodGroup that left them empty, and rejects
+// a reference to a missing Workload or template. It runs before
+// validation, so what it copies is validated like any other input.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetResource().GroupResource() != scheduling.Resource("podgroups") || a.GetSubresource() != "" {
 		return nil
@@ -123,6 +124,14 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if pg.Spec.Priority == nil && tpl.Priority != nil {
 		prio := *tpl.Priority
 		pg.Spec.Priority = &prio
+	}
+	// Constraints with nothing set are none: the template's fill them.
+	if !scheduling.HasSchedulingConstraints(pg.Spec.SchedulingConstraints) && tpl.SchedulingConstraints != nil {
+		c := &scheduling.PodGroupSchedulingConstraints{}
+		if err := v1alpha1.Convert_v1alpha1_PodGroupSchedulingConstraints_To_scheduling_PodGroupSchedulingConstraints(tpl.SchedulingConstraints, c, nil); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("copying the schedulingConstraints of Workload %s/%s: %w", a.GetNamespace(), ref.WorkloadName, err))
+		}
+		pg.Spec.SchedulingConstraints = c
 	}
 	return nil
 }

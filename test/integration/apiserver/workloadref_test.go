@@ -10,9 +10,10 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// TestWorkloadRefAdmission checks the PodGroupWorkloadExists plugin: policy
-// and priority come from the template when left empty, an explicit policy
-// wins, and a missing Workload or template is rejected with its field.
+// TestWorkloadRefAdmission checks the PodGroupWorkloadExists plugin: policy,
+// priority and schedulingConstraints come from the template when left
+// empty, an explicit policy wins, and a missing Workload or template is
+// rejected with its field.
 func TestWorkloadRefAdmission(t *testing.T) {
 	ctx := testContext(t)
 	s := framework.StartServer(t)
@@ -20,6 +21,11 @@ func TestWorkloadRefAdmission(t *testing.T) {
 	if _, err := client.Workloads(ns).Create(ctx, workload("job",
 		gangTemplate("workers", 8, ptr.To[int32](100)),
 		v1alpha1.PodGroupTemplate{Name: "driver", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Basic: &v1alpha1.BasicSchedulingPolicy{}}},
+		v1alpha1.PodGroupTemplate{Name: "zoned", SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: 4}},
+			SchedulingConstraints: &v1alpha1.PodGroupSchedulingConstraints{
+				Topology: []v1alpha1.TopologyConstraint{{Key: "topology.kubernetes.io/zone"}},
+				Slice:    &v1alpha1.TopologySlice{Key: "example.com/rack", Size: 2},
+			}},
 	), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create workload: %v", err)
 	}
@@ -79,4 +85,18 @@ func TestWorkloadRefAdmission(t *testing.T) {
 	pg.Spec.WorkloadRef.TemplateName = "driver"
 	_, err = client.PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{})
 	expectInvalid(t, err, "spec.workloadRef")
+
+	// The template's schedulingConstraints are copied, and are immutable
+	// like the group's own.
+	zoned, err := client.PodGroups(ns).Create(ctx, ref("zoned-0", "job", "zoned"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if c := zoned.Spec.SchedulingConstraints; c == nil || len(c.Topology) != 1 || c.Topology[0].Key != "topology.kubernetes.io/zone" ||
+		c.Slice == nil || c.Slice.Key != "example.com/rack" || c.Slice.Size != 2 {
+		t.Fatalf("schedulingConstraints = %+v, want the template's", c)
+	}
+	zoned.Spec.SchedulingConstraints.Slice.Size = 4
+	_, err = client.PodGroups(ns).Update(ctx, zoned, metav1.UpdateOptions{})
+	expectInvalid(t, err, "spec.schedulingConstraints")
 }
