@@ -74,6 +74,11 @@ func validateNames(pod, old *corev1.Pod) field.ErrorList {
 	if isNew(ann, oldAnnotations, scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation) {
 		allErrs = append(allErrs, validateWorkloadRef(ann)...)
 	}
+	if isNew(ann, oldAnnotations, scheduling.TopologyAnnotations...) {
+		// By the rules of spec.schedulingConstraints, which they give the
+		// group the controller creates.
+		allErrs = append(allErrs, validation.ValidateTopologyAnnotations(ann, annotationsPath)...)
+	}
 	if isNew(pod.Labels, oldLabels, scheduling.RoleLabel) || isNew(ann, oldAnnotations, scheduling.RolesAnnotation, scheduling.RoleCountAnnotation, scheduling.RolesTemplateAnnotation) {
 		allErrs = append(allErrs, validateRoles(pod.Labels, ann)...) // roles.go
 	}

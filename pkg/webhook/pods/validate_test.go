@@ -32,6 +32,10 @@ const (
 	minCountField = "metadata.annotations[scheduling.muster.dev/min-count]"
 	workloadField = "metadata.annotations[scheduling.muster.dev/workload]"
 	templateField = "metadata.annotations[scheduling.muster.dev/template]"
+	requiredField = "metadata.annotations[scheduling.muster.dev/topology-required]"
+	preferField   = "metadata.annotations[scheduling.muster.dev/topology-preferred]"
+	sliceKeyField = "metadata.annotations[scheduling.muster.dev/topology-slice-key]"
+	sliceField    = "metadata.annotations[scheduling.muster.dev/topology-slice-size]"
 )
 
 // expectErrors fails unless errs holds exactly the wanted errors, by type and
@@ -91,6 +95,21 @@ func TestValidateCreate(t *testing.T) {
 		{"workload needs a template", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.WorkloadAnnotation, "train")), []want{required(templateField)}},
 		{"template needs a workload", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TemplateAnnotation, "workers")), []want{required(workloadField)}},
 
+		{"topology annotations are valid", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "topology.kubernetes.io/zone"),
+			podtest.Annotation(scheduling.TopologyPreferredAnnotation, "kubernetes.io/hostname, example.com/rack"),
+			podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "example.com/rack"), podtest.Annotation(scheduling.TopologySliceSizeAnnotation, "4")), nil},
+		{"the required level must be a label key", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "a zone")), []want{invalid(requiredField)}},
+		{"the required level must not be empty", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "")), []want{required(requiredField)}},
+		{"at most 4 preferred levels", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyPreferredAnnotation, "a,b,c,d,e")), []want{{field.ErrorTypeTooMany, preferField}}},
+		{"preferred levels are unique", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyPreferredAnnotation, "a,a")), []want{{field.ErrorTypeDuplicate, preferField}}},
+		{"a preferred level is not the required one", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "a"), podtest.Annotation(scheduling.TopologyPreferredAnnotation, "a")), []want{invalid(preferField)}},
+		{"a slice's key needs its size", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "example.com/rack")), []want{required(sliceField)}},
+		{"a slice's size needs its key", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologySliceSizeAnnotation, "4")), []want{required(sliceKeyField)}},
+		{"a slice's key is not the required one", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "a"),
+			podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "a"), podtest.Annotation(scheduling.TopologySliceSizeAnnotation, "4")), []want{invalid(sliceKeyField)}},
+		{"a slice's size is at most MaxPlacements", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "a"), podtest.Annotation(scheduling.TopologySliceSizeAnnotation, "5001")), []want{invalid(sliceField)}},
+		{"a slice's size must be a number", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "a"), podtest.Annotation(scheduling.TopologySliceSizeAnnotation, "four")), []want{invalid(sliceField)}},
+
 		{"every error is reported", podtest.Pod(podtest.InGroup("Bad"), podtest.Annotation(scheduling.MinCountAnnotation, "0"), podtest.Annotation(scheduling.TemplateAnnotation, "Bad")),
 			[]want{invalid(groupField), invalid(minCountField), invalid(templateField), required(workloadField)}},
 	}
@@ -127,6 +146,11 @@ func TestValidateUpdate(t *testing.T) {
 		{"an unchanged invalid group label does not block the update", podtest.Pod(podtest.InGroup("Bad")), podtest.Pod(podtest.InGroup("Bad"), podtest.Label("app", "x")), nil},
 		{"a lone workload added on update is checked", podtest.Pod(podtest.InGroup("train")), podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.WorkloadAnnotation, "train")), []want{required(templateField)}},
 		{"an unchanged lone workload does not block the update", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.WorkloadAnnotation, "train")), podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.WorkloadAnnotation, "train"), podtest.Label("app", "x")), nil},
+		{"a new topology annotation is checked", podtest.Pod(podtest.InGroup("train")), podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "a zone")), []want{invalid(requiredField)}},
+		{"removing half of a slice is checked", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "a"), podtest.Annotation(scheduling.TopologySliceSizeAnnotation, "2")),
+			podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologySliceKeyAnnotation, "a")), []want{required(sliceField)}},
+		{"an unchanged invalid topology annotation does not block the update", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "a zone")),
+			podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.TopologyRequiredAnnotation, "a zone"), podtest.Label("app", "x")), nil},
 		{"removing the template of a pair is checked", podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.WorkloadAnnotation, "train"), podtest.Annotation(scheduling.TemplateAnnotation, "workers")), podtest.Pod(podtest.InGroup("train"), podtest.Annotation(scheduling.WorkloadAnnotation, "train")), []want{required(templateField)}},
 	}
 	for _, tt := range tests {
