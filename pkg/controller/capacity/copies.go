@@ -69,6 +69,7 @@ func (p *placer) placeCopies(sh *shape) int {
 			pi, _ = schedfw.NewPodInfo(&bound)
 			infos[sl.node] = pi
 		}
+		p.s.noteAntiAffinity(tpl)
 		p.s.writable(sl.node).AddPodInfo(pi)
 		p.s.changed()
 		onNode[sl.node]++

@@ -292,6 +292,7 @@ func (p *placer) assign(cs *cycleState, pod *corev1.Pod, i int) bool {
 	}
 	bound := *pod
 	bound.Spec.NodeName = node
+	p.s.noteAntiAffinity(pod)
 	p.s.writable(i).AddPod(&bound)
 	p.s.changed()
 	p.res.Assignments = append(p.res.Assignments, Assignment{Pod: pod, Node: node})
@@ -422,24 +423,61 @@ func (p *placer) placeIndependent(sh *shape) int {
 
 // antiAffinityKeys are the label keys that running pods' required
 // anti-affinity terms select on; nil if any term selects on no key
-// (everything), and every label matters.
+// (everything), and every label matters. They are found once per
+// snapshot, from every node, and grow as pods with such terms are placed
+// on it (noteAntiAffinity); pods that leave are not taken out. A key too
+// many only keeps apart pods that could have shared a PreFilter; a key
+// missing would let a pod share one that its labels make wrong.
 func (p *placer) antiAffinityKeys() map[string]bool {
-	nis, _ := nodeInfoLister{p.s.filters.lister}.HavePodsWithRequiredAntiAffinityList()
-	keys := map[string]bool{}
+	s := p.s
+	if s.antiAll {
+		return nil
+	}
+	if s.antiKeys != nil {
+		return s.antiKeys
+	}
+	nis, _ := nodeInfoLister{s.filters.lister}.HavePodsWithRequiredAntiAffinityList()
+	s.antiKeys = map[string]bool{}
 	for _, ni := range nis {
 		for _, pi := range ni.GetPodsWithRequiredAntiAffinity() {
-			for _, term := range pi.GetRequiredAntiAffinityTerms() {
-				reqs, selectable := term.Selector.Requirements()
-				if !selectable || len(reqs) == 0 {
-					return nil
-				}
-				for _, r := range reqs {
-					keys[r.Key()] = true
-				}
+			if !s.addAntiKeys(pi) {
+				return nil
 			}
 		}
 	}
-	return keys
+	return s.antiKeys
+}
+
+// addAntiKeys adds the keys of pi's required anti-affinity terms to the
+// snapshot's; false once a term selects on no key.
+func (s *Snapshot) addAntiKeys(pi fwk.PodInfo) bool {
+	for _, term := range pi.GetRequiredAntiAffinityTerms() {
+		reqs, selectable := term.Selector.Requirements()
+		if !selectable || len(reqs) == 0 {
+			s.antiAll, s.antiKeys = true, nil
+			return false
+		}
+		for _, r := range reqs {
+			s.antiKeys[r.Key()] = true
+		}
+	}
+	return true
+}
+
+// noteAntiAffinity keeps antiAffinityKeys whole once pod, placed on the
+// snapshot, has required anti-affinity terms.
+func (s *Snapshot) noteAntiAffinity(pod *corev1.Pod) {
+	if s.antiKeys == nil || s.antiAll {
+		return // not found yet: they will be found with pod
+	}
+	if a := pod.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return
+	}
+	if pi, err := schedfw.NewPodInfo(pod); err == nil {
+		s.addAntiKeys(pi)
+	} else {
+		s.antiAll, s.antiKeys = true, nil
+	}
 }
 
 // relevantLabels is a pod's namespace and its labels under keys, as a map

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -551,5 +552,31 @@ func TestClaimFits(t *testing.T) {
 				t.Errorf("ClaimFits = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAntiAffinityPlacedInTheCycleKeepsPodsApart: a gang placed in a cycle
+// whose pods have required anti-affinity refuses the later pods its terms
+// select, even when the label keys of such terms were found before it was
+// placed (antiAffinityKeys): pods of one shape that differ in that label
+// must not share a PreFilter.
+func TestAntiAffinityPlacedInTheCycleKeepsPodsApart(t *testing.T) {
+	nodes := []*corev1.Node{node("n1", "4", "16Gi"), node("n2", "4", "16Gi")}
+	first := Candidate{Key: gk("ns/first"), Created: t0, Pods: pods("first", 1, "1"), Need: 1}
+	guard := Candidate{Key: gk("ns/guard"), Created: t0.Add(time.Second), Pods: pods("guard", 1, "1", antiAffinity("app", "x", corev1.LabelHostname)), Need: 1}
+	later := Candidate{Key: gk("ns/later"), Created: t0.Add(2 * time.Second),
+		Pods: []*corev1.Pod{pod("later-0", "1", withLabels("app", "y")), pod("later-1", "1", withLabels("app", "x"))}, Need: 2}
+	vs := Admit(trackerOf(nodes).Snapshot(defaultFilters()), []Candidate{first, guard, later}, Options{Strategy: BestEffortFIFO})
+	on := map[string]string{}
+	for _, v := range vs {
+		if !v.Admit {
+			t.Fatalf("%s waits: %s", v.Key, v.Message)
+		}
+		for _, a := range v.Assignments {
+			on[a.Pod.Name] = a.Node
+		}
+	}
+	if on["later-1"] == on["guard-0"] {
+		t.Errorf("later-1 (app=x) is on %s with guard-0, whose required anti-affinity refuses app=x there: %v", on["later-1"], on)
 	}
 }

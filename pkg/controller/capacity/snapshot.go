@@ -50,7 +50,13 @@ type Snapshot struct {
 	// until a node changes; PreFilter asks for them once per pod.
 	// levels are the domains of each topology level placement asked for
 	// (topology.go), found once per snapshot.
-	levels     map[string][]levelDomain
+	levels map[string][]levelDomain
+	// antiKeys and antiAll cache the label keys of required anti-affinity
+	// terms (antiAffinityKeys).
+	antiKeys map[string]bool
+	antiAll  bool
+	// free caches each node's free resources for topology.go's room.
+	free       []nodeFree
 	listsMu    sync.Mutex
 	lists      [4][]fwk.NodeInfo
 	listsValid [4]bool
