@@ -30,7 +30,8 @@ const (
 // of a pod with the group label (updates through pods and pods/status
 // alike), what the validating webhook enforces: the group label names a
 // PodGroup, the group and managed labels are immutable, and Muster's
-// annotations are well formed when they change. Beyond the webhook, it lets
+// annotations are well formed when they change (the topology annotations
+// by the rules of spec.schedulingConstraints). Beyond the webhook, it lets
 // no one but Muster's controller put the tracking finalizer back on an
 // existing pod, and the controller only on a pod that has not ended, and
 // lets no one but the controller set scheduling.muster.dev/counted. Values that did not change
@@ -55,6 +56,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Name: "finalizerAdded", Expression: fmt.Sprintf("oldObject != null && !(%s) && %s", celHasFinalizer("oldObject"), celHasFinalizer("object"))},
 		{Name: "countedChanged", Expression: celKeyOpt("object", labels, scheduling.CountedLabel) + " != " + celKeyOpt("oldObject", labels, scheduling.CountedLabel)},
 	}
+	vars = append(vars, topologyVariables()...) // policy_topology.go
 	validations := []admissionregistrationv1.Validation{
 		{
 			Expression: fmt.Sprintf("variables.newGroup.size() == 0 || variables.newGroup == variables.oldGroup || "+
@@ -105,6 +107,7 @@ func LabelsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		},
 	}
+	validations = append(validations, topologyValidations()...) // policy_topology.go
 	// The controller counts a pod's end, labelled so, again after a
 	// restore of its etcd (pkg/controller/podgroup/restored.go): no one
 	// else may set, change or remove that label.

@@ -3,6 +3,7 @@ package manifests
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -52,6 +53,12 @@ func TestPoliciesRunInBoundedSteps(t *testing.T) {
 			object: longLists(labelledPod(), longList)},
 		{name: "a tenant creates a labelled pod with many affinity terms", op: admissionregistrationv1.Create, user: tenant,
 			object: manyTerms(labelledPod(), longList)},
+		{name: "a tenant creates a labelled pod with long topology annotations", op: admissionregistrationv1.Create, user: tenant,
+			object: longTopology(labelledPod(), longList, false)},
+		{name: "a tenant creates a labelled pod with 4 long preferred levels", op: admissionregistrationv1.Create, user: tenant,
+			object: longTopology(labelledPod(), longList, true)},
+		{name: "a tenant changes long topology annotations by update", op: admissionregistrationv1.Update, user: tenant,
+			old: longTopology(labelledPod(), longList, true), object: longTopology(labelledPod(), longList, false)},
 		{name: "a tenant grows a labelled pod's lists by update", op: admissionregistrationv1.Update, user: tenant,
 			old: labelledPod(), object: longLists(labelledPod(), longList)},
 		{name: "a tenant adds many affinity requirements by update", op: admissionregistrationv1.Update, user: tenant,
@@ -352,6 +359,23 @@ func atBounds(p *corev1.Pod) *corev1.Pod {
 		gates = append(gates, corev1.PodSchedulingGate{Name: fmt.Sprint("example.com/g", i)})
 	}
 	p.Spec.SchedulingGates = append(gates, p.Spec.SchedulingGates...)
+	return p
+}
+
+// longTopology gives p topology annotations of about n characters each:
+// n preferred levels, or, when four, 4 levels of n characters.
+func longTopology(p *corev1.Pod, n int, four bool) *corev1.Pod {
+	long := strings.Repeat("a", n)
+	preferred := strings.Repeat("a,", n) + "a"
+	if four {
+		preferred = strings.Join([]string{long, long + "b", long + "c", long + "d"}, ",")
+	}
+	p.Annotations = map[string]string{
+		scheduling.TopologyRequiredAnnotation:  long,
+		scheduling.TopologyPreferredAnnotation: preferred,
+		scheduling.TopologySliceKeyAnnotation:  long,
+		scheduling.TopologySliceSizeAnnotation: strings.Repeat("0", n) + "1",
+	}
 	return p
 }
 

@@ -84,4 +84,5 @@ const (
 var PodAnnotationKeys = []string{
 	MinCountAnnotation, WorkloadAnnotation, TemplateAnnotation, GroupByAnnotation,
 	RolesAnnotation, RoleCountAnnotation, RolesTemplateAnnotation,
+	TopologyRequiredAnnotation, TopologyPreferredAnnotation, TopologySliceKeyAnnotation, TopologySliceSizeAnnotation,
 }
