@@ -386,10 +386,11 @@ type part struct {
 	copies []Copies
 }
 
-// cutSlices cuts pods, in order of name, then copies, into slices of n.
+// cutSlices cuts pods, in order of name (naturalLess), then copies, into
+// slices of n.
 func cutSlices(pods []*corev1.Pod, copies []Copies, n int) []part {
 	sorted := slices.Clone(pods)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sort.SliceStable(sorted, func(i, j int) bool { return naturalLess(sorted[i].Name, sorted[j].Name) })
 	var out []part
 	cur := part{}
 	left := n
@@ -417,4 +418,38 @@ func cutSlices(pods []*corev1.Pod, copies []Copies, n int) []part {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// naturalLess orders names as people number them: runs of digits compare
+// by value, so that worker-2 comes before worker-10, as the pods of an
+// Indexed Job, a StatefulSet or a JobSet are numbered.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digitRun is how many ASCII digits s starts with.
+func digitRun(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }

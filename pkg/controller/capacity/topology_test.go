@@ -234,7 +234,7 @@ func checkSlices(t *testing.T, r Result, size int) {
 	for _, a := range r.Assignments {
 		all = append(all, placed{a.Pod.Name, a.Node[:strings.LastIndex(a.Node, "-")]})
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	sort.Slice(all, func(i, j int) bool { return naturalLess(all[i].name, all[j].name) })
 	for i := 0; i < len(all); i += size {
 		for _, p := range all[i:min(i+size, len(all))] {
 			if p.rack != all[i].rack {
@@ -308,5 +308,25 @@ func TestTopologyPreemptsInOneRack(t *testing.T) {
 	}
 	if v[0].Domain == nil || v[0].Domain.Value != "b1-r2" {
 		t.Errorf("domain %+v, want rack b1-r2, the one its victim frees", v[0].Domain)
+	}
+}
+
+func TestNaturalLess(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"g-2", "g-10", true},
+		{"g-10", "g-2", false},
+		{"g-1", "g-1", false},
+		{"job-3-abcde", "job-12-aaaaa", true},
+		{"g-02", "g-3", true},
+		{"a", "b", true},
+		{"g", "g-0", true},
+		{"worker-9-x", "worker-9-y", true},
+	} {
+		if got := naturalLess(tc.a, tc.b); got != tc.want {
+			t.Errorf("naturalLess(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

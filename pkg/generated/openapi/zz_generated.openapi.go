@@ -775,7 +775,7 @@ func schema_pkg_apis_scheduling_v1alpha1_PodGroupSchedulingConstraints(ref commo
 					},
 					"slice": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Slice is Muster's extension: the group's pods, taken in order of name, are cut into slices of slice.size, and each slice is placed in one domain of slice.key within the group's domain (the last slice may be smaller). Pods created later are sliced after the existing ones.",
+							Description: "Slice is Muster's extension: the group's pods, taken in order of name (numbers by value: worker-2 before worker-10), are cut into slices of slice.size, and each slice is placed in one domain of slice.key within the group's domain (the last slice may be smaller). Pods of roles created later are sliced after the existing ones.",
 							Ref:         ref(v1alpha1.TopologySlice{}.OpenAPIModelName()),
 						},
 					},

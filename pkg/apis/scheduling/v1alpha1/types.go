@@ -152,9 +152,10 @@ type PodGroupSchedulingConstraints struct {
 	// +listType=atomic
 	PreferredTopology []TopologyConstraint `json:"preferredTopology,omitempty"`
 	// Slice is Muster's extension: the group's pods, taken in order of
-	// name, are cut into slices of slice.size, and each slice is placed in
-	// one domain of slice.key within the group's domain (the last slice may
-	// be smaller). Pods created later are sliced after the existing ones.
+	// name (numbers by value: worker-2 before worker-10), are cut into
+	// slices of slice.size, and each slice is placed in one domain of
+	// slice.key within the group's domain (the last slice may be smaller).
+	// Pods of roles created later are sliced after the existing ones.
 	// +optional
 	Slice *TopologySlice `json:"slice,omitempty"`
 }
