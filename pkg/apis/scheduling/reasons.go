@@ -182,6 +182,10 @@ const (
 	// EventMinCountMismatch, on a pod: its MinCountAnnotation disagrees with
 	// its group's minCount.
 	EventMinCountMismatch = "MinCountMismatch"
+	// EventTopologyMismatch, on a pod: its topology annotations
+	// (TopologyAnnotations) disagree with its group's
+	// spec.schedulingConstraints.
+	EventTopologyMismatch = "TopologyMismatch"
 	// EventInvalidAnnotation, on a pod: one of Muster's annotations cannot be
 	// parsed.
 	EventInvalidAnnotation = "InvalidAnnotation"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	schedulingvalidation "github.com/muster-dev/muster/pkg/apis/scheduling/validation"
 )
 
 // syncMissingGroup is the path of docs/controller.md for pods whose
@@ -54,6 +55,17 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 	pg, from, handled := c.groupFromRoles(namespace, name, waiting) // rolesfrompods.go
 	if !handled {
 		pg, from = c.groupFromAnnotations(namespace, name, waiting)
+	} else if pg != nil {
+		// As specFromAnnotations does on the other path.
+		constraints, err := constraintsFromAnnotations(from.Annotations)
+		if err != nil {
+			c.warnOnce(from.UID, scheduling.EventInvalidAnnotation, func() {
+				c.recorder.Event(from, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, err.Error())
+			})
+			pg = nil
+		} else {
+			pg.Spec.SchedulingConstraints = constraints
+		}
 	}
 	if pg == nil {
 		c.created.forget(key)
@@ -152,9 +164,35 @@ func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok 
 		return spec, false, fmt.Errorf("annotations %s and %s must be set together", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)
 	}
 	if set {
-		// The server copies the template's policy when minCount is not given.
+		// The server copies the template's policy when minCount is not
+		// given, and its schedulingConstraints when no annotation gives them.
 		spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: wl, TemplateName: tpl}
 		ok = true
 	}
+	if ok {
+		constraints, err := constraintsFromAnnotations(ann)
+		if err != nil {
+			return spec, false, err
+		}
+		spec.SchedulingConstraints = constraints
+	}
 	return spec, ok, nil
+}
+
+// constraintsFromAnnotations reads the topology annotations of the pod a
+// group is created from into its spec.schedulingConstraints, nil when the
+// pod carries none, by the rules the webhook and muster-pod-labels apply
+// (schedulingvalidation.TopologyFromAnnotations). They never make a pod
+// ask for a group by themselves: its policy comes from the other
+// annotations.
+func constraintsFromAnnotations(ann map[string]string) (*v1alpha1.PodGroupSchedulingConstraints, error) {
+	c, err := schedulingvalidation.TopologyFromAnnotations(ann)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	out := &v1alpha1.PodGroupSchedulingConstraints{}
+	if err := v1alpha1.Convert_scheduling_PodGroupSchedulingConstraints_To_v1alpha1_PodGroupSchedulingConstraints(c, out, nil); err != nil {
+		return nil, fmt.Errorf("converting the topology annotations' constraints: %w", err)
+	}
+	return out, nil
 }
