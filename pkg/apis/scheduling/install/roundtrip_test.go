@@ -12,7 +12,9 @@ import (
 
 // TestRoundTripTypes converts random internal objects to v1alpha1, through
 // JSON and back, and expects them unchanged. Muster's types carry no protobuf
-// tags, and the helper tests JSON only.
+// tags, and the helper tests JSON only. The fuzzer fills every field,
+// schedulingConstraints and topologyDomain included
+// (fuzzer.TestSchedulingConstraintsAreFilled).
 func TestRoundTripTypes(t *testing.T) {
 	roundtrip.RoundTripTestForAPIGroup(t, Install, fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, schedulingfuzzer.Funcs))
 }
