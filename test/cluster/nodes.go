@@ -16,6 +16,14 @@ import (
 // NodeTypeLabel is set to "kwok" on every fake node.
 const NodeTypeLabel = "type"
 
+// BlockLabel and RackLabel give the fake nodes a topology for the examples
+// of topology-aware gangs (docs/getting-started.md): each node is a rack of
+// its own, rack-<i>, and two racks make a block, block-<i/2>.
+const (
+	BlockLabel = "topology.example.com/block"
+	RackLabel  = "topology.example.com/rack"
+)
+
 // maxNodes keeps every node's /24 podCIDR inside 10.244.0.0/14 and below.
 const maxNodes = 1024
 
@@ -48,6 +56,8 @@ func (c *Cluster) fakeNode(i int) (*corev1.Node, error) {
 				corev1.LabelHostname:   name,
 				corev1.LabelOSStable:   "linux",
 				corev1.LabelArchStable: "amd64",
+				BlockLabel:             fmt.Sprintf("block-%d", i/2),
+				RackLabel:              fmt.Sprintf("rack-%d", i),
 			},
 			Annotations: map[string]string{
 				KwokNodeAnnotation:             "fake",
