@@ -62,6 +62,11 @@ E2E_OLDEST_TESTS := \
 	TestPlacementZonalVolumes \
 	TestPlacementBoundVolumeZone \
 	TestPlacementNeverFitsAntiAffinity \
+	TestTopologyRequiredRack \
+	TestTopologyPreferredRackFallsBackToBlock \
+	TestTopologySlices \
+	TestTopologyBestFit \
+	TestTopologyPreemptsOneRack \
 	TestPolicyGroupLabelImmutable \
 	TestPolicyFinalizerRemovableWithoutMuster \
 	TestPolicyMusterWritesConfined \

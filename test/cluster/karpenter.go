@@ -54,9 +54,10 @@ var (
 var karpenterRBAC []byte
 
 // KarpenterInstanceType is one instance type Karpenter's kwok cloud
-// provider can launch: a node of that capacity, on demand, in
-// KarpenterZone, at Price an hour (Karpenter launches the cheapest type
-// that fits).
+// provider can launch: a node of that capacity, on demand, in each of
+// Zones (default KarpenterZone alone), at Price an hour in the first zone
+// and a cent more in each later one (Karpenter launches the cheapest
+// offering that fits).
 type KarpenterInstanceType struct {
 	Name   string
 	CPU    string
@@ -64,6 +65,7 @@ type KarpenterInstanceType struct {
 	// GPUs is the node's GPUResource capacity (0: none).
 	GPUs  int
 	Price float64
+	Zones []string
 }
 
 // DefaultKarpenterInstanceTypes are three CPU types and two GPU types, the
@@ -112,12 +114,20 @@ func karpenterInstanceTypesJSON(types []KarpenterInstanceType) ([]byte, error) {
 		if t.GPUs > 0 {
 			resources[GPUResource] = *resource.NewQuantity(int64(t.GPUs), resource.DecimalSI)
 		}
-		out = append(out, instanceType{
-			Name: t.Name,
-			Offerings: []offering{{Price: t.Price, Available: true, Requirements: []requirement{
+		zones := t.Zones
+		if len(zones) == 0 {
+			zones = []string{KarpenterZone}
+		}
+		var offerings []offering
+		for i, z := range zones {
+			offerings = append(offerings, offering{Price: t.Price + float64(i)*0.01, Available: true, Requirements: []requirement{
 				{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}},
-				{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{KarpenterZone}},
-			}}},
+				{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{z}},
+			}})
+		}
+		out = append(out, instanceType{
+			Name:             t.Name,
+			Offerings:        offerings,
 			Architecture:     "amd64",
 			OperatingSystems: []string{"linux"},
 			Resources:        resources,

@@ -305,3 +305,88 @@ func TestAutoscalingMixedNodes(t *testing.T) {
 	waitAdmitted(t, ctx, ns, "mixed", metav1.ConditionTrue, scheduling.ReasonGangFits)
 	t.Logf("Admitted: %s", rec.describeAdmitted("mixed"))
 }
+
+// TestAutoscalingTopologyZone: a gang of 4 pods of 40 CPU that must run in
+// one zone (spec.schedulingConstraints.topology on
+// topology.kubernetes.io/zone) scales up from a NodePool that has launched
+// nothing, offered in two zones, the cheaper first. A static node of 64
+// CPU in the dearer zone holds one of its pods, so without the constraint
+// the gang would run across both zones: kube-scheduler puts one
+// capacity-request pod on the static node and Karpenter launches the rest
+// in the cheaper zone. Muster's capacity-request pods share a zone by a
+// required pod affinity on the zone, so every node Karpenter launches for
+// the gang is in the one zone it runs in, and the group records that zone.
+func TestAutoscalingTopologyZone(t *testing.T) {
+	const cheap, dear = "kwok-zone-a", "kwok-zone-b"
+	autoscaledCluster(t, nil, func(o *cluster.Options) {
+		o.KarpenterInstanceTypes = []cluster.KarpenterInstanceType{{Name: "cpu-64", CPU: "64", Memory: "256Gi", Price: 3.2, Zones: []string{cheap, dear}}}
+	})
+	ctx := testContext(t, 5*time.Minute)
+	karpenterPool(t, ctx, "cpu", []string{"cpu-64"}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")})
+	if _, err := env.AddNodes(ctx, cluster.NodeSpec{Prefix: "static-" + dear, Count: 1, CPU: "64", Memory: "256Gi",
+		Labels: map[string]string{corev1.LabelTopologyZone: dear}}); err != nil {
+		t.Fatalf("adding the static node: %v", err)
+	}
+	ns := namespace(t, ctx)
+	rec := watchAutoscaling(t, ctx, ns)
+	w := watchPlacement(t, ctx, ns)
+
+	pg := newGroupObject(ns, "train", 4)
+	pg.Spec.SchedulingConstraints = requiredLevel(corev1.LabelTopologyZone)
+	if _, err := muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup train: %v", err)
+	}
+	pods := make([]*corev1.Pod, 4)
+	for i := range pods {
+		pods[i] = newPod(ns, fmt.Sprintf("train-%d", i), podOpts{group: "train"})
+		withCPU("40")(pods[i])
+	}
+	createPods(t, ctx, pods)
+
+	running := expectRunningWhole(t, ctx, w, ns, "train", 4)
+	zones := map[string]bool{}
+	for _, p := range running {
+		node, err := kube.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("getting node %s of pod %s: %v", p.Spec.NodeName, p.Name, err)
+		}
+		zones[node.Labels[corev1.LabelTopologyZone]] = true
+	}
+	if len(zones) != 1 {
+		t.Fatalf("the gang runs in zones %v, want one: %s", zones, podStates(running))
+	}
+	var zone string
+	for z := range zones {
+		zone = z
+	}
+	got, err := getGroup(ctx, ns, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.Status.TopologyDomain; d == nil || d.Key != corev1.LabelTopologyZone || d.Value != zone {
+		t.Errorf("status.topologyDomain %+v, want %s=%s", d, corev1.LabelTopologyZone, zone)
+	}
+	launched, err := poolNodeNames(ctx, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range launched {
+		node, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil && node.Labels[corev1.LabelTopologyZone] != zone {
+			t.Errorf("Karpenter launched node %s in zone %s for the gang, which runs in %s", name, node.Labels[corev1.LabelTopologyZone], zone)
+		}
+	}
+	requests := rec.firstRequests("train")
+	if len(requests) == 0 {
+		t.Fatalf("no capacity-request pod was seen for train")
+	}
+	for _, r := range requests {
+		a := r.Spec.Affinity
+		if a == nil || a.PodAffinity == nil || len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 ||
+			a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != corev1.LabelTopologyZone {
+			t.Errorf("capacity-request pod %s has affinity %+v, want a required pod affinity on %s to the gang's requests", r.Name, a, corev1.LabelTopologyZone)
+		}
+	}
+	waitRequestsGone(t, ctx, ns, "train")
+	t.Logf("the gang runs in zone %s on %d launched nodes; Admitted: %s", zone, len(launched), rec.describeAdmitted("train"))
+}
