@@ -71,7 +71,7 @@ func (p *placer) placeCopies(sh *shape) int {
 		}
 		p.s.noteAntiAffinity(tpl)
 		p.s.writable(sl.node).AddPodInfo(pi)
-		p.s.changed()
+		p.s.changedNode(sl.node)
 		onNode[sl.node]++
 		placed++
 		sl.score = fullness(sh.req, p.s.info(sl.node))

@@ -110,8 +110,10 @@ func (s *Snapshot) placeOn(only []int, pods []*corev1.Pod, copies []Copies) Resu
 	}
 	p.res.Short = strings.Join(shortMsgs, "; ")
 	p.res.overlay, p.res.reserved = s.overlay, p.reserved
+	for i := range s.overlay {
+		s.changedNode(i)
+	}
 	s.overlay = nil
-	s.changed()
 	return p.res
 }
 
@@ -120,8 +122,8 @@ func (s *Snapshot) placeOn(only []int, pods []*corev1.Pod, copies []Copies) Resu
 func (s *Snapshot) Commit(r Result) {
 	for i, ni := range r.overlay {
 		s.infos[i] = ni
+		s.changedNode(i)
 	}
-	s.changed()
 	s.reserved = append(s.reserved, r.reserved...)
 }
 
@@ -173,7 +175,7 @@ func (s *Snapshot) use(ctx context.Context) {
 		ni := s.infos[i].SnapshotConcrete()
 		_ = ni.RemovePod(klog.FromContext(ctx), h.pod)
 		s.overlay = map[int]*schedfw.NodeInfo{i: ni}
-		s.changed()
+		s.changedNode(i)
 		state := schedfw.NewCycleState()
 		_, st, _ := s.filters.fw.RunPreFilterPlugins(ctx, state, h.pod)
 		if st.IsSuccess() {
@@ -188,7 +190,7 @@ func (s *Snapshot) use(ctx context.Context) {
 			klog.FromContext(ctx).V(2).Info("Placement could not reserve the volumes or devices of a pod placed earlier", "pod", klog.KObj(h.pod), "node", h.node, "status", st.Message())
 		}
 		s.overlay = nil
-		s.changed()
+		s.changedNode(i)
 	}
 }
 
@@ -294,7 +296,7 @@ func (p *placer) assign(cs *cycleState, pod *corev1.Pod, i int) bool {
 	bound.Spec.NodeName = node
 	p.s.noteAntiAffinity(pod)
 	p.s.writable(i).AddPod(&bound)
-	p.s.changed()
+	p.s.changedNode(i)
 	p.res.Assignments = append(p.res.Assignments, Assignment{Pod: pod, Node: node})
 	return true
 }

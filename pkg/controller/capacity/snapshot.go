@@ -50,7 +50,7 @@ type Snapshot struct {
 	// until a node changes; PreFilter asks for them once per pod.
 	// levels are the domains of each topology level placement asked for
 	// (topology.go), found once per snapshot.
-	levels map[string][]levelDomain
+	levels *levelCache
 	// antiKeys and antiAll cache the label keys of required anti-affinity
 	// terms (antiAffinityKeys).
 	antiKeys map[string]bool
@@ -60,14 +60,12 @@ type Snapshot struct {
 	listsMu    sync.Mutex
 	lists      [4][]fwk.NodeInfo
 	listsValid [4]bool
-}
-
-// changed drops the cached node lists: a node's NodeInfo was replaced or
-// changed.
-func (s *Snapshot) changed() {
-	s.listsMu.Lock()
-	s.listsValid = [4]bool{}
-	s.listsMu.Unlock()
+	// listNodes are the node indexes of lists 1 to 3, in order (list 0
+	// holds every node, node i at i); dirty are the nodes changed since,
+	// of which list k has brought in listsSeen[k] (nodelists.go).
+	listNodes [4][]int
+	dirty     []int
+	listsSeen [4]int
 }
 
 // holder is one of Muster's pods holding a node it is not bound to.
@@ -82,7 +80,7 @@ func (s *Snapshot) NodeCount() int { return len(s.Nodes) }
 // Empty returns the same nodes with no pod on them: the cluster idle. A gang
 // that does not fit on it can never fit as the cluster stands.
 func (s *Snapshot) Empty() *Snapshot {
-	e := &Snapshot{filters: s.filters, Nodes: s.Nodes, index: s.index, infos: make([]*schedfw.NodeInfo, len(s.infos)), replayed: true}
+	e := &Snapshot{filters: s.filters, Nodes: s.Nodes, index: s.index, levels: s.levels, infos: make([]*schedfw.NodeInfo, len(s.infos)), replayed: true}
 	for i, n := range s.Nodes {
 		ni := schedfw.NewNodeInfo()
 		ni.SetNode(n.Object)
@@ -154,9 +152,9 @@ func (s *Snapshot) writable(i int) *schedfw.NodeInfo {
 	if s.overlay == nil {
 		s.overlay = map[int]*schedfw.NodeInfo{}
 	}
-	s.changed()
 	ni := s.infos[i].SnapshotConcrete()
 	s.overlay[i] = ni
+	s.changedNode(i)
 	return ni
 }
 
@@ -188,43 +186,16 @@ func (n nodeInfoLister) snapshot() (*Snapshot, error) {
 	return n.l.s, nil
 }
 
-// list returns the cached list k of the nodes that keep, computing it if a
-// node changed since. Callers only read it.
-func (n nodeInfoLister) list(k int, keep func(*schedfw.NodeInfo) bool) ([]fwk.NodeInfo, error) {
-	s, err := n.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	// Filter plugins run in parallel; any of them may ask.
-	s.listsMu.Lock()
-	defer s.listsMu.Unlock()
-	if s.listsValid[k] {
-		return s.lists[k], nil
-	}
-	out := make([]fwk.NodeInfo, 0, len(s.infos))
-	for i := range s.infos {
-		if ni := s.info(i); keep(ni) {
-			out = append(out, ni)
-		}
-	}
-	s.lists[k], s.listsValid[k] = out, true
-	return out, nil
-}
+func (n nodeInfoLister) List() ([]fwk.NodeInfo, error) { return n.list(0) }
 
-func (n nodeInfoLister) List() ([]fwk.NodeInfo, error) {
-	return n.list(0, func(*schedfw.NodeInfo) bool { return true })
-}
-
-func (n nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	return n.list(1, func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithAffinity) > 0 })
-}
+func (n nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) { return n.list(1) }
 
 func (n nodeInfoLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	return n.list(2, func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithRequiredAntiAffinity) > 0 })
+	return n.list(2)
 }
 
 func (n nodeInfoLister) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
-	return n.list(3, func(ni *schedfw.NodeInfo) bool { return len(ni.PodsWithRequiredNonHostScopedAntiAffinity) > 0 })
+	return n.list(3)
 }
 
 func (n nodeInfoLister) Get(name string) (fwk.NodeInfo, error) {

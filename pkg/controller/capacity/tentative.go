@@ -29,8 +29,8 @@ func (t *tentative) add(r Result) {
 		}
 		t.s.infos[i] = ni
 		t.res.overlay[i] = ni
+		t.s.changedNode(i)
 	}
-	t.s.changed()
 	t.res.Assignments = append(t.res.Assignments, r.Assignments...)
 	t.res.Copies = append(t.res.Copies, r.Copies...)
 	t.res.reserved = append(t.res.reserved, r.reserved...)
@@ -47,9 +47,9 @@ func (t *tentative) add(r Result) {
 func (t *tentative) restore() {
 	for i, ni := range t.saved {
 		t.s.infos[i] = ni
+		t.s.changedNode(i)
 	}
 	t.saved = nil
-	t.s.changed()
 }
 
 // result is the whole, not yet committed.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -217,10 +218,17 @@ func (s *Snapshot) placeParts(nodes []int, pods []*corev1.Pod, copies []Copies, 
 }
 
 // level lists the domains of key among the ready nodes that are not being
-// deleted, by value, each with its nodes in order; computed once per
-// snapshot and key.
+// deleted, by value, each with its nodes in order; found once per key for
+// the nodes as they are, and shared by the snapshots taken of them
+// (Tracker.levels).
 func (s *Snapshot) level(key string) []levelDomain {
-	if d, ok := s.levels[key]; ok {
+	if s.levels == nil {
+		s.levels = &levelCache{m: map[string][]levelDomain{}}
+	}
+	c := s.levels
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.m[key]; ok {
 		return d
 	}
 	at := map[string]int{}
@@ -239,11 +247,15 @@ func (s *Snapshot) level(key string) []levelDomain {
 		out[k].nodes = append(out[k].nodes, i)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].value < out[j].value })
-	if s.levels == nil {
-		s.levels = map[string][]levelDomain{}
-	}
-	s.levels[key] = out
+	c.m[key] = out
 	return out
+}
+
+// levelCache holds the domains of the levels asked for, for one set of
+// nodes as they were.
+type levelCache struct {
+	mu sync.Mutex
+	m  map[string][]levelDomain
 }
 
 // levelDomain is one domain of a level and its nodes.

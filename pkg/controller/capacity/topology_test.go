@@ -330,3 +330,41 @@ func TestNaturalLess(t *testing.T) {
 		}
 	}
 }
+
+// TestTopologyLevelsFollowNodes: the domains of a level are found once for
+// the nodes as they are, and found again once a node joins, leaves, or
+// changes its labels or readiness; a snapshot taken before keeps its own.
+func TestTopologyLevelsFollowNodes(t *testing.T) {
+	values := func(s *Snapshot) map[string]int {
+		out := map[string]int{}
+		for _, d := range s.level(rackKey) {
+			out[d.value] = len(d.nodes)
+		}
+		return out
+	}
+	tr := trackerOf([]*corev1.Node{node("a", "4", "8Gi", withLabel(rackKey, "r1")), node("b", "4", "8Gi", withLabel(rackKey, "r1"))})
+	before := tr.Snapshot(defaultFilters())
+	if diff := cmp.Diff(map[string]int{"r1": 2}, values(before)); diff != "" {
+		t.Fatalf("domains (-want +got):\n%s", diff)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   map[string]int
+	}{
+		{"a heartbeat changes nothing", func() { tr.SetNode(node("a", "4", "8Gi", withLabel(rackKey, "r1"))) }, map[string]int{"r1": 2}},
+		{"a node moves to another rack", func() { tr.SetNode(node("b", "4", "8Gi", withLabel(rackKey, "r2"))) }, map[string]int{"r1": 1, "r2": 1}},
+		{"a node joins", func() { tr.SetNode(node("c", "4", "8Gi", withLabel(rackKey, "r2"))) }, map[string]int{"r1": 1, "r2": 2}},
+		{"a node is no longer ready", func() { tr.SetNode(node("c", "4", "8Gi", withLabel(rackKey, "r2"), notReady)) }, map[string]int{"r1": 1, "r2": 1}},
+		{"a node leaves", func() { tr.RemoveNode("a") }, map[string]int{"r2": 1}},
+	}
+	for _, st := range steps {
+		st.change()
+		if diff := cmp.Diff(st.want, values(tr.Snapshot(defaultFilters()))); diff != "" {
+			t.Errorf("%s: domains (-want +got):\n%s", st.name, diff)
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"r1": 2}, values(before)); diff != "" {
+		t.Errorf("the snapshot taken first: domains (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -41,6 +42,10 @@ type Tracker struct {
 	// index maps a node name to its place in order; a snapshot shares it,
 	// so it is replaced, never changed, when the set of nodes changes.
 	index map[string]int
+	// levels are the topology levels' domains (topology.go), found for
+	// the nodes as they are; replaced, never changed, when a node is
+	// added or removed, or changes its labels, readiness or deletion.
+	levels *levelCache
 	// infos are the NodeInfos by node name, also of nodes not yet known
 	// that pods are bound to; shared marks those a Snapshot may hold.
 	infos  map[string]*schedfw.NodeInfo
@@ -140,6 +145,10 @@ func (t *Tracker) SetNode(n *corev1.Node) {
 		t.order = slices.Insert(t.order, i, n.Name)
 		t.index = nil
 	}
+	if !known || old.Ready != node.Ready || !maps.Equal(old.Object.Labels, n.Labels) ||
+		(old.Object.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+		t.levels = nil
+	}
 	t.nodes[n.Name] = node
 	t.writable(n.Name).SetNode(node.Object)
 	// Added, or changed where the filters read it (its allocatable,
@@ -160,6 +169,7 @@ func (t *Tracker) RemoveNode(name string) {
 		if i, found := slices.BinarySearch(t.order, name); found {
 			t.order = slices.Delete(t.order, i, i+1)
 			t.index = nil
+			t.levels = nil
 		}
 		t.changes.Nodes = true
 	}
@@ -532,11 +542,15 @@ func (t *Tracker) snapshotLocked(filters *Filters) *Snapshot {
 			t.index[name] = i
 		}
 	}
+	if t.levels == nil {
+		t.levels = &levelCache{m: map[string][]levelDomain{}}
+	}
 	s := &Snapshot{
 		filters: filters,
 		Nodes:   make([]*Node, len(t.order)),
 		infos:   make([]*schedfw.NodeInfo, len(t.order)),
 		index:   t.index,
+		levels:  t.levels,
 	}
 	s.draining = t.drainingNodes()
 	for i, name := range t.order {

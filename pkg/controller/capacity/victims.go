@@ -238,6 +238,7 @@ func (s *Snapshot) takeOff(vs []*Victim, draining bool) (undo func()) {
 			if _, saved := orig[i]; !saved {
 				orig[i] = s.infos[i]
 				s.infos[i] = s.infos[i].SnapshotConcrete()
+				s.changedNode(i)
 				kept[i] = len(s.evicted[i])
 			}
 			// A holding the snapshot does not show (the tracker moved on
@@ -253,19 +254,18 @@ func (s *Snapshot) takeOff(vs []*Victim, draining bool) (undo func()) {
 			}
 		}
 	}
-	s.changed()
 	shown := s.hideDevices(vs)
 	return func() {
 		shown()
 		for i, ni := range orig {
 			s.infos[i] = ni
+			s.changedNode(i)
 			if k := kept[i]; k > 0 {
 				s.evicted[i] = s.evicted[i][:k]
 			} else {
 				delete(s.evicted, i) // a nil map too
 			}
 		}
-		s.changed()
 	}
 }
 
