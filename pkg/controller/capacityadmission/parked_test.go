@@ -174,6 +174,11 @@ func TestParkingChangesNoDecision(t *testing.T) {
 					// the zones of pods of the batch kind; one in three is
 					// of that kind, which some other pods repel by zone.
 					spread, shun, batch := rng.IntN(4) == 0, rng.IntN(4) == 0, rng.IntN(3) == 0
+					// One gang in four must run in one zone (topology.go).
+					var topo *capacity.Topology
+					if rng.IntN(4) == 0 {
+						topo = &capacity.Topology{Levels: []string{"zone"}, Required: true}
+					}
 					both(func(w *world) {
 						key := scheduling.GroupKey{Namespace: "ns", Name: name}
 						var ps []*corev1.Pod
@@ -193,7 +198,8 @@ func TestParkingChangesNoDecision(t *testing.T) {
 							w.mode.tracker.SetManagedPod(key, p, true)
 						}
 						w.pods[key] = ps
-						w.mode.queue.offer(capacity.Candidate{Key: key, Priority: prio, Created: w.clk.Now().Add(time.Duration(step) * time.Second), Pods: ps, Need: n})
+						w.mode.queue.offer(capacity.Candidate{Key: key, Priority: prio, Created: w.clk.Now().Add(time.Duration(step) * time.Second), Pods: ps, Need: n,
+							Topology: topo})
 					})
 				case r < 6: // a running gang ends
 					var running []scheduling.GroupKey
