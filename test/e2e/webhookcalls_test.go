@@ -32,6 +32,16 @@ func TestValidatingWebhookOnlyForRoles(t *testing.T) {
 			wantField: "metadata.annotations[scheduling.muster.dev/min-count]"},
 		{name: "empty-group", opts: podOpts{labels: map[string]string{scheduling.PodGroupLabel: ""}},
 			wantField: "metadata.labels[scheduling.muster.dev/pod-group]: Required value"},
+		{name: "topology", opts: podOpts{group: "g", annotations: map[string]string{
+			scheduling.TopologyRequiredAnnotation: "example.com/block", scheduling.TopologyPreferredAnnotation: "example.com/rack",
+			scheduling.TopologySliceKeyAnnotation: "example.com/rack", scheduling.TopologySliceSizeAnnotation: "8"}}},
+		{name: "bad-topology-key", opts: podOpts{group: "g", annotations: map[string]string{scheduling.TopologyRequiredAnnotation: "Rack/a/b"}},
+			wantField: "metadata.annotations[scheduling.muster.dev/topology-required]"},
+		{name: "topology-slice-without-size", opts: podOpts{group: "g", annotations: map[string]string{scheduling.TopologySliceKeyAnnotation: "example.com/rack"}},
+			wantField: "metadata.annotations[scheduling.muster.dev/topology-slice-size]"},
+		{name: "topology-slice-size-zero", opts: podOpts{group: "g", annotations: map[string]string{
+			scheduling.TopologySliceKeyAnnotation: "example.com/rack", scheduling.TopologySliceSizeAnnotation: "0"}},
+			wantField: "metadata.annotations[scheduling.muster.dev/topology-slice-size]"},
 		{name: "role", opts: podOpts{group: "r", labels: map[string]string{scheduling.RoleLabel: "driver"}}, wantCalls: true},
 		{name: "bad-role", opts: podOpts{group: "r", labels: map[string]string{scheduling.RoleLabel: "Driver_1"}}, wantCalls: true,
 			wantField: "metadata.labels[scheduling.muster.dev/role]"},
