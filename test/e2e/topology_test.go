@@ -41,6 +41,14 @@ func createTopologyGroup(t *testing.T, ctx context.Context, ns, name string, min
 	}
 }
 
+// createTopologyGang creates a gang of n pods of cpu CPUs each, running
+// until deleted, whose PodGroup has constraints c.
+func createTopologyGang(t *testing.T, ctx context.Context, ns, name string, n int, cpu string, c *v1alpha1.PodGroupSchedulingConstraints, mods ...func(*corev1.Pod)) {
+	t.Helper()
+	createTopologyGroup(t, ctx, ns, name, int32(n), c)
+	createPods(t, ctx, gangPods(ns, name, n, cpu, "", mods...))
+}
+
 func requiredLevel(key string) *v1alpha1.PodGroupSchedulingConstraints {
 	return &v1alpha1.PodGroupSchedulingConstraints{Topology: []v1alpha1.TopologyConstraint{{Key: key}}}
 }
@@ -89,8 +97,7 @@ func TestTopologyRequiredRack(t *testing.T) {
 	rackNodes(t, ctx, ns, "b1", "r2", 2, "4")
 	w := watchPlacement(t, ctx, ns)
 
-	createTopologyGroup(t, ctx, ns, "g", 10, requiredLevel(rackLabel))
-	createPods(t, ctx, gangPods(ns, "g", 10, "1", ""))
+	createTopologyGang(t, ctx, ns, "g", 10, "1", requiredLevel(rackLabel))
 	// No rack could hold it even idle: it can never fit as the cluster
 	// stands, though the two racks together have room for 16.
 	pg := waitAdmitted(t, ctx, ns, "g", metav1.ConditionFalse, scheduling.ReasonExceedsClusterCapacity)
@@ -123,8 +130,7 @@ func TestTopologyPreferredRackFallsBackToBlock(t *testing.T) {
 		Topology:          []v1alpha1.TopologyConstraint{{Key: blockLabel}},
 		PreferredTopology: []v1alpha1.TopologyConstraint{{Key: rackLabel}},
 	}
-	createTopologyGroup(t, ctx, ns, "wide", 12, c)
-	createPods(t, ctx, gangPods(ns, "wide", 12, "1", ""))
+	createTopologyGang(t, ctx, ns, "wide", 12, "1", c)
 	wide := expectRunningWhole(t, ctx, w, ns, "wide", 12)
 	blocks := domainsOf(t, ctx, wide, blockLabel)
 	block := blocks[wide[0].Name]
@@ -137,8 +143,7 @@ func TestTopologyPreferredRackFallsBackToBlock(t *testing.T) {
 		t.Errorf("gang wide runs in racks %v, want both racks of its block", racks)
 	}
 
-	createTopologyGroup(t, ctx, ns, "narrow", 8, c)
-	createPods(t, ctx, gangPods(ns, "narrow", 8, "1", ""))
+	createTopologyGang(t, ctx, ns, "narrow", 8, "1", c)
 	narrow := expectRunningWhole(t, ctx, w, ns, "narrow", 8)
 	rack := domainsOf(t, ctx, narrow, rackLabel)[narrow[0].Name]
 	expectOneDomain(t, ctx, ns, "narrow", narrow, rackLabel, rack)
@@ -158,11 +163,10 @@ func TestTopologySlices(t *testing.T) {
 		rackNodes(t, ctx, ns, "b1", r, 1, "6")
 	}
 	w := watchPlacement(t, ctx, ns)
-	createTopologyGroup(t, ctx, ns, "g", 16, &v1alpha1.PodGroupSchedulingConstraints{
+	createTopologyGang(t, ctx, ns, "g", 16, "1", &v1alpha1.PodGroupSchedulingConstraints{
 		Topology: []v1alpha1.TopologyConstraint{{Key: blockLabel}},
 		Slice:    &v1alpha1.TopologySlice{Key: rackLabel, Size: 4},
 	})
-	createPods(t, ctx, gangPods(ns, "g", 16, "1", ""))
 	pods := expectRunningWhole(t, ctx, w, ns, "g", 16)
 	expectOneDomain(t, ctx, ns, "g", pods, blockLabel, ns+"-b1")
 	racks := domainsOf(t, ctx, pods, rackLabel)
@@ -196,13 +200,11 @@ func TestTopologyBestFit(t *testing.T) {
 	rackNodes(t, ctx, ns, "b1", "a-big", 2, "4")
 	rackNodes(t, ctx, ns, "b1", "b-small", 1, "4")
 	w := watchPlacement(t, ctx, ns)
-	createTopologyGroup(t, ctx, ns, "small", 4, requiredLevel(rackLabel))
-	createPods(t, ctx, gangPods(ns, "small", 4, "1", ""))
+	createTopologyGang(t, ctx, ns, "small", 4, "1", requiredLevel(rackLabel))
 	small := expectRunningWhole(t, ctx, w, ns, "small", 4)
 	expectOneDomain(t, ctx, ns, "small", small, rackLabel, ns+"-b-small")
 
-	createTopologyGroup(t, ctx, ns, "large", 8, requiredLevel(rackLabel))
-	createPods(t, ctx, gangPods(ns, "large", 8, "1", ""))
+	createTopologyGang(t, ctx, ns, "large", 8, "1", requiredLevel(rackLabel))
 	large := expectRunningWhole(t, ctx, w, ns, "large", 8)
 	expectOneDomain(t, ctx, ns, "large", large, rackLabel, ns+"-a-big")
 }
@@ -241,8 +243,7 @@ func TestTopologyPreemptsOneRack(t *testing.T) {
 		}
 	}
 
-	createTopologyGroup(t, ctx, ns, "high", 8, requiredLevel(rackLabel))
-	createPods(t, ctx, gangPods(ns, "high", 8, "1", "", withPriorityClass(high)))
+	createTopologyGang(t, ctx, ns, "high", 8, "1", requiredLevel(rackLabel), withPriorityClass(high))
 	decided := w.waitPreemption(t, ctx, "high")
 	expectVictims(t, ctx, ns, decided.preemption, 1000, map[string]v1alpha1.PreemptionVictim{"low-2": {Priority: 100, Pods: 2}})
 	w.waitPreempted(t, ctx, "low-2")

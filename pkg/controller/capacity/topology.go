@@ -174,9 +174,9 @@ func (s *Snapshot) placeParts(nodes []int, pods []*corev1.Pod, copies []Copies, 
 	rest, restCopies := pods, copies
 	for _, role := range roles {
 		var rp []*corev1.Pod
-		rp, rest = splitPods(rest, func(p *corev1.Pod) bool { return p.Labels[scheduling.RoleLabel] == role })
+		rp, rest = split(rest, func(p *corev1.Pod) bool { return p.Labels[scheduling.RoleLabel] == role })
 		var rc []Copies
-		rc, restCopies = splitCopies(restCopies, func(c Copies) bool { return c.Name == role })
+		rc, restCopies = split(restCopies, func(c Copies) bool { return c.Name == role })
 		n := size(rp, rc)
 		if n == 0 {
 			continue
@@ -370,23 +370,13 @@ func size(pods []*corev1.Pod, copies []Copies) int {
 	return n
 }
 
-func splitPods(pods []*corev1.Pod, in func(*corev1.Pod) bool) (yes, no []*corev1.Pod) {
-	for _, p := range pods {
-		if in(p) {
-			yes = append(yes, p)
+// split divides xs into those in says yes to and the rest, in order.
+func split[T any](xs []T, in func(T) bool) (yes, no []T) {
+	for _, x := range xs {
+		if in(x) {
+			yes = append(yes, x)
 		} else {
-			no = append(no, p)
-		}
-	}
-	return yes, no
-}
-
-func splitCopies(copies []Copies, in func(Copies) bool) (yes, no []Copies) {
-	for _, c := range copies {
-		if in(c) {
-			yes = append(yes, c)
-		} else {
-			no = append(no, c)
+			no = append(no, x)
 		}
 	}
 	return yes, no
