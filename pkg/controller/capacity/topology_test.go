@@ -368,3 +368,42 @@ func TestTopologyLevelsFollowNodes(t *testing.T) {
 		t.Errorf("the snapshot taken first: domains (-want +got):\n%s", diff)
 	}
 }
+
+// TestTopologyDevices: DRA devices are placed jointly within the domain:
+// a rack whose nodes have room by cpu but no devices is given back whole,
+// and a gang whose devices exist only across racks waits.
+func TestTopologyDevices(t *testing.T) {
+	nodes := []*corev1.Node{
+		node("a", "8", "64Gi", withLabel(rackKey, "r1")), node("b", "8", "64Gi", withLabel(rackKey, "r1")),
+		// Rack r2 has the least cpu room, so best fit tries it first; it has
+		// one device.
+		node("c", "4", "64Gi", withLabel(rackKey, "r2")), node("d", "4", "64Gi", withLabel(rackKey, "r2")),
+	}
+	t.Run("the rack with the devices", func(t *testing.T) {
+		f := filtersFor(t, append(append(draCluster(2, "a", "b"), draCluster(1, "c")[1:]...), claims("g", 4)...)...)
+		v := Admit(trackerOf(nodes).Snapshot(f), []Candidate{{Key: gk("ns/g"), Pods: devicePods("g", "g", 4), Need: 4, Topology: required(rackKey)}},
+			Options{Strategy: BestEffortFIFO})
+		if len(v) != 1 || !v[0].Admit {
+			t.Fatalf("verdicts %+v: want the gang admitted in rack r1", v)
+		}
+		if v[0].Domain == nil || v[0].Domain.Value != "r1" {
+			t.Errorf("domain %+v, want r1", v[0].Domain)
+		}
+		for _, a := range v[0].Assignments {
+			if a.Node != "a" && a.Node != "b" {
+				t.Errorf("pod %s on node %s, outside rack r1", a.Pod.Name, a.Node)
+			}
+		}
+	})
+	t.Run("devices only across racks", func(t *testing.T) {
+		f := filtersFor(t, append(append(draCluster(2, "a"), draCluster(2, "c")[1:]...), claims("g", 4)...)...)
+		v := Admit(trackerOf(nodes).Snapshot(f), []Candidate{{Key: gk("ns/g"), Pods: devicePods("g", "g", 4), Need: 4, Topology: required(rackKey)}},
+			Options{Strategy: BestEffortFIFO})
+		if len(v) != 1 || v[0].Admit || len(v[0].Assignments) > 0 {
+			t.Fatalf("verdicts %+v: want the gang waiting whole", v)
+		}
+		if !strings.Contains(v[0].Message, "needs 4 pods in one rack (example.com/rack); the best rack") || !strings.Contains(v[0].Message, "fits 2") {
+			t.Errorf("message %q, want it to say that the best rack fits 2", v[0].Message)
+		}
+	})
+}
