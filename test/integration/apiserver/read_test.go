@@ -82,7 +82,7 @@ func TestTableOutput(t *testing.T) {
 		wantColumns []string
 		wantCells   []interface{}
 	}{
-		{"podgroups", []string{"Name", "Policy", "Min", "Pods", "Scheduled", "Succeeded", "Failed", "Phase", "Age", "Workload", "Gates", "Priority", "Roles"},
+		{"podgroups", []string{"Name", "Policy", "Min", "Pods", "Scheduled", "Succeeded", "Failed", "Phase", "Age", "Workload", "Gates", "Priority", "Roles", "Domain"},
 			[]interface{}{"gang", "Gang", float64(8), float64(0), float64(0), float64(0), float64(0), "Gated"}},
 		{"workloads", []string{"Name", "Templates", "Age", "Controller"}, []interface{}{"job", "workers,ps"}},
 	}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +90,11 @@ func TestRolesStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := getTable(ctx, t, raw, "podgroups")
-	if got := table.Rows[0].Cells[len(table.ColumnDefinitions)-1]; got != "driver:1/1,worker:3/4" {
+	roles := slices.IndexFunc(table.ColumnDefinitions, func(c metav1.TableColumnDefinition) bool { return c.Name == "Roles" })
+	if roles < 0 {
+		t.Fatalf("no Roles column in %+v", table.ColumnDefinitions)
+	}
+	if got := table.Rows[0].Cells[roles]; got != "driver:1/1,worker:3/4" {
 		t.Errorf("Roles column = %v, want driver:1/1,worker:3/4", got)
 	}
 }

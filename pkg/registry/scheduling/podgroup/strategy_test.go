@@ -444,11 +444,12 @@ func TestConvertToTable(t *testing.T) {
 		pg.Spec.SchedulingPolicy = scheduling.PodGroupSchedulingPolicy{Gang: &scheduling.GangSchedulingPolicy{MinCount: 11}}
 		pg.Spec.Roles = []scheduling.PodGroupRole{{Name: "driver", Count: 1}, {Name: "worker", Count: 10}}
 		// A role without a status entry has no active pods yet.
-		pg.Status = scheduling.PodGroupStatus{Phase: scheduling.PodGroupPending, Pods: 1, Roles: []scheduling.PodGroupRoleStatus{{Name: "driver", Active: 1}}}
+		pg.Status = scheduling.PodGroupStatus{Phase: scheduling.PodGroupPending, Pods: 1, Roles: []scheduling.PodGroupRoleStatus{{Name: "driver", Active: 1}},
+			TopologyDomain: &scheduling.TopologyDomain{Key: "example.com/rack", Value: "r3"}}
 	})
-	gangRow := []interface{}{"train", "Gang", int64(4), int64(5), int64(4), int64(2), int64(1), "Running", "10d", "job/workers", "example.com/a,b", "10", "<none>"}
-	basicRow := []interface{}{"serve", "Basic", int64(1), int64(0), int64(0), int64(0), int64(0), "Pending", "10d", "<none>", "<none>", "<none>", "<none>"}
-	rolesRow := []interface{}{"spark", "Gang", int64(11), int64(1), int64(0), int64(0), int64(0), "Pending", "10d", "<none>", "<none>", "<none>", "driver:1/1,worker:0/10"}
+	gangRow := []interface{}{"train", "Gang", int64(4), int64(5), int64(4), int64(2), int64(1), "Running", "10d", "job/workers", "example.com/a,b", "10", "<none>", "<none>"}
+	basicRow := []interface{}{"serve", "Basic", int64(1), int64(0), int64(0), int64(0), int64(0), "Pending", "10d", "<none>", "<none>", "<none>", "<none>", "<none>"}
+	rolesRow := []interface{}{"spark", "Gang", int64(11), int64(1), int64(0), int64(0), int64(0), "Pending", "10d", "<none>", "<none>", "<none>", "driver:1/1,worker:0/10", "example.com/rack=r3"}
 
 	tests := []struct {
 		name     string
@@ -458,14 +459,14 @@ func TestConvertToTable(t *testing.T) {
 	}{
 		{"a gang group prints its policy, minCount, counters, phase and wide columns", gang, [][]interface{}{gangRow}, "1"},
 		{"a basic group prints Basic, a minCount of 1 and <none> wide columns", basic, [][]interface{}{basicRow}, "1"},
-		{"a group with roles prints each role's active pods over its count", roles, [][]interface{}{rolesRow}, "1"},
+		{"a group with roles prints each role's active pods over its count, and its topology domain", roles, [][]interface{}{rolesRow}, "1"},
 		{"a list prints one row per item", &scheduling.PodGroupList{
 			ListMeta: metav1.ListMeta{ResourceVersion: "42"},
 			Items:    []scheduling.PodGroup{*gang, *basic},
 		}, [][]interface{}{gangRow, basicRow}, "42"},
 		{"an empty list prints no rows", &scheduling.PodGroupList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}, [][]interface{}{}, "7"},
 	}
-	wantColumns := []string{"NAME", "POLICY", "MIN", "PODS", "SCHEDULED", "SUCCEEDED", "FAILED", "PHASE", "AGE", "WORKLOAD", "GATES", "PRIORITY", "ROLES"}
+	wantColumns := []string{"NAME", "POLICY", "MIN", "PODS", "SCHEDULED", "SUCCEEDED", "FAILED", "PHASE", "AGE", "WORKLOAD", "GATES", "PRIORITY", "ROLES", "DOMAIN"}
 	const wideFrom = 9
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,7 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Gates", Type: "string", Priority: 1, Description: "Group-level scheduling gates still present."},
 	{Name: "Priority", Type: "string", Priority: 1, Description: "Admission priority."},
 	{Name: "Roles", Type: "string", Priority: 1, Description: "Each role's active pods over its count, such as driver:1/1,worker:10/10."},
+	{Name: "Domain", Type: "string", Priority: 1, Description: "The topology domain the group was admitted in, as key=value."},
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
@@ -41,7 +42,7 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 			name, policyName(&pg.Spec.SchedulingPolicy), int64(pg.Spec.MinCount()),
 			int64(s.Pods), int64(s.Scheduled), int64(s.Succeeded), int64(s.Failed), string(s.Phase), age,
 			workloadColumn(pg.Spec.WorkloadRef), gatesColumn(pg.Spec.SchedulingGates), priorityColumn(pg.Spec.Priority),
-			rolesColumn(pg.Spec.Roles, s.Roles),
+			rolesColumn(pg.Spec.Roles, s.Roles), domainColumn(s.TopologyDomain),
 		}
 	})
 }
@@ -79,6 +80,13 @@ func priorityColumn(p *int32) string {
 		return "<none>"
 	}
 	return strconv.Itoa(int(*p))
+}
+
+func domainColumn(d *scheduling.TopologyDomain) string {
+	if d == nil {
+		return "<none>"
+	}
+	return d.Key + "=" + d.Value
 }
 
 // rolesColumn shows each role as name:active/count, in the order of
