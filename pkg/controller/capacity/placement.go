@@ -308,10 +308,13 @@ func (p *placer) placeShape(sh *shape) int {
 	}
 	if !sh.independent {
 		placed := 0
+		var f follower
 		for _, pod := range sh.pods {
-			if p.placeAlone(sh, pod) {
+			cs, node := p.placeAlone(sh, pod, f.stateFor(p, pod))
+			if node >= 0 {
 				placed++
 			}
+			f.follow(p, pod, cs, node)
 		}
 		return placed
 	}
@@ -326,11 +329,16 @@ func (p *placer) placeShape(sh *shape) int {
 // fullest that the filters allow, found without filtering every node. A
 // pod that fits nowhere has had every node filtered, so its message counts
 // every refusal.
-func (p *placer) placeAlone(sh *shape, pod *corev1.Pod) bool {
-	cs, st := p.prefilter(pod)
-	if st != nil {
-		sh.refuseAll(refusal(st))
-		return false
+//
+// cs, when not nil, is the PreFilter state for pod (follow.go); the state
+// used is returned with the node taken, or -1.
+func (p *placer) placeAlone(sh *shape, pod *corev1.Pod, cs *cycleState) (*cycleState, int) {
+	if cs == nil {
+		var st *fwk.Status
+		if cs, st = p.prefilter(pod); st != nil {
+			sh.refuseAll(refusal(st))
+			return nil, -1
+		}
 	}
 	order := make([]slot, p.count())
 	for k := range order {
@@ -345,11 +353,11 @@ func (p *placer) placeAlone(sh *shape, pod *corev1.Pod) bool {
 		}
 		if p.assign(cs, pod, sl.node) {
 			delete(sh.why, sl.node)
-			return true
+			return cs, sl.node
 		}
 		sh.why[sl.node] = "its volumes or devices could not be reserved"
 	}
-	return false
+	return cs, -1
 }
 
 // bestFitScore orders nodes for placeAlone: how full the node would be
