@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
@@ -67,6 +69,28 @@ func instanceTemplate(restartPolicy string, annotations map[string]any) map[stri
 func create(t *testing.T, ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	created, err := client.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+	return created
+}
+
+// createOnceRuntimeSeen creates a TrainJob once Trainer's validating
+// webhook, which looks its runtime up in its informer's cache, has seen
+// the runtime created just before: until then it refuses the TrainJob
+// ("must be created before the TrainJob is created"). Any other error
+// fails the test at once.
+func createOnceRuntimeSeen(t *testing.T, ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	var created *unstructured.Unstructured
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		created, err = client.Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), "must be created before the TrainJob is created") {
+			return false, nil
+		}
+		return err == nil, err
+	})
 	if err != nil {
 		t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
 	}
@@ -371,7 +395,7 @@ func TestTrainJobOnJobSet(t *testing.T) {
 	ns := namespace(t, ctx)
 	stopWatch := watchWhole(t, ctx, ns, 4, 16)
 	create(t, ctx, frameworkResource(t, cluster.TrainingRuntimeResource, ns), newTrainingRuntime(ns, "torch", "15s"))
-	train := create(t, ctx, frameworkResource(t, cluster.TrainJobResource, ns), &unstructured.Unstructured{Object: map[string]any{
+	train := createOnceRuntimeSeen(t, ctx, frameworkResource(t, cluster.TrainJobResource, ns), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": cluster.TrainJobResource.GroupVersion().String(),
 		"kind":       "TrainJob",
 		"metadata":   map[string]any{"name": "train", "namespace": ns},
