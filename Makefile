@@ -67,6 +67,7 @@ E2E_OLDEST_TESTS := \
 	TestTopologySlices \
 	TestTopologyBestFit \
 	TestTopologyPreemptsOneRack \
+	TestTopologyRoleInItsRack \
 	TestAutoscalingTopologyZone \
 	TestPolicyGroupLabelImmutable \
 	TestPolicyFinalizerRemovableWithoutMuster \

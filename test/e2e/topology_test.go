@@ -253,3 +253,55 @@ func TestTopologyPreemptsOneRack(t *testing.T) {
 	w.expectUntouched(t, ctx, "low-1", running["low-1"])
 	w.check(t)
 }
+
+// TestTopologyRoleInItsRack: a gang that must share a block, whose 8
+// workers must also share a rack, runs with its workers in one rack and
+// its driver elsewhere in the same block; the group's status records the
+// block, and the worker role's the rack. The other block, one rack of 8
+// CPUs, is too small for the gang.
+func TestTopologyRoleInItsRack(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	ns := namespace(t, ctx)
+	rackNodes(t, ctx, ns, "b1", "r1", 2, "4")
+	rackNodes(t, ctx, ns, "b1", "r2", 2, "4")
+	rackNodes(t, ctx, ns, "b2", "r3", 2, "4")
+	w := watchPlacement(t, ctx, ns)
+	pg := newGroupObject(ns, "g", 9)
+	pg.Spec.SchedulingConstraints = requiredLevel(blockLabel)
+	pg.Spec.Roles = []v1alpha1.PodGroupRole{
+		{Name: "driver", Count: 1},
+		{Name: "worker", Count: 8, SchedulingConstraints: requiredLevel(rackLabel)},
+	}
+	if _, err := muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup g: %v", err)
+	}
+	pods := []*corev1.Pod{rolePod(ns, "driver", "g", "driver", "3", "", nil)}
+	for i := range 8 {
+		pods = append(pods, rolePod(ns, fmt.Sprintf("worker-%d", i), "g", "worker", "1", "", nil))
+	}
+	createPods(t, ctx, pods)
+	running := expectRunningWhole(t, ctx, w, ns, "g", 9)
+	expectOneDomain(t, ctx, ns, "g", running, blockLabel, ns+"-b1")
+	racks := domainsOf(t, ctx, running, rackLabel)
+	workerRack := racks["worker-0"]
+	for name, rack := range racks {
+		if strings.HasPrefix(name, "worker-") && rack != workerRack {
+			t.Errorf("worker %s runs in rack %s, worker-0 in %s", name, rack, workerRack)
+		}
+	}
+	if racks["driver"] == workerRack {
+		t.Errorf("the driver runs in the workers' rack %s, which the 8 workers fill", workerRack)
+	}
+	got, err := getGroup(ctx, ns, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Status.Roles {
+		switch {
+		case r.Name == "worker" && (r.TopologyDomain == nil || r.TopologyDomain.Key != rackLabel || r.TopologyDomain.Value != workerRack):
+			t.Errorf("status.roles[worker].topologyDomain %+v, want %s=%s", r.TopologyDomain, rackLabel, workerRack)
+		case r.Name == "driver" && r.TopologyDomain != nil:
+			t.Errorf("status.roles[driver].topologyDomain %+v, want none: the driver's role has no constraint", r.TopologyDomain)
+		}
+	}
+}
