@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -10,62 +11,74 @@ import (
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// antiAffinityKeys are the label keys that running pods' required
-// anti-affinity terms select on; nil if any term selects on no key
-// (everything), and every label matters. They are found once per
-// snapshot, from every node, and grow as pods with such terms are placed
-// on it (noteAntiAffinity); pods that leave are not taken out. A key too
-// many only keeps apart pods that could have shared a PreFilter; a key
-// missing would let a pod share one that its labels make wrong.
-func (p *placer) antiAffinityKeys() map[string]bool {
-	s := p.s
-	if s.antiAll {
-		return nil
-	}
-	if s.antiKeys != nil {
-		return s.antiKeys
-	}
-	nis, _ := nodeInfoLister{s.filters.lister}.HavePodsWithRequiredAntiAffinityList()
-	s.antiKeys = map[string]bool{}
-	for _, ni := range nis {
-		for _, pi := range ni.GetPodsWithRequiredAntiAffinity() {
-			if !s.addAntiKeys(pi) {
-				return nil
-			}
-		}
-	}
-	return s.antiKeys
+// antiKeys are label keys that required anti-affinity terms select on. A
+// key too many only keeps apart pods that could have shared a PreFilter; a
+// key missing would let a pod share one that its labels make wrong. So the
+// set only grows: the tracker adds the keys of every pod it holds, and
+// each snapshot starts from a copy and adds the pods placed on it.
+type antiKeys struct {
+	keys map[string]bool
+	// all: some term selects on no key, and every label matters.
+	all bool
 }
 
-// addAntiKeys adds the keys of pi's required anti-affinity terms to the
-// snapshot's; false once a term selects on no key.
-func (s *Snapshot) addAntiKeys(pi fwk.PodInfo) bool {
+// add adds the keys of pi's required anti-affinity terms.
+func (a *antiKeys) add(pi fwk.PodInfo) {
+	if a.all {
+		return
+	}
 	for _, term := range pi.GetRequiredAntiAffinityTerms() {
 		reqs, selectable := term.Selector.Requirements()
 		if !selectable || len(reqs) == 0 {
-			s.antiAll, s.antiKeys = true, nil
-			return false
+			a.all, a.keys = true, nil
+			return
+		}
+		if a.keys == nil {
+			a.keys = map[string]bool{}
 		}
 		for _, r := range reqs {
-			s.antiKeys[r.Key()] = true
+			a.keys[r.Key()] = true
+		}
+		if len(a.keys) > maxAntiKeys {
+			// Tenants choose the keys: past the bound, every label
+			// matters, which is right and only slower.
+			a.all, a.keys = true, nil
+			return
 		}
 	}
-	return true
+}
+
+// maxAntiKeys bounds the keys kept, which only grow.
+const maxAntiKeys = 1024
+
+func (a antiKeys) clone() antiKeys {
+	return antiKeys{keys: maps.Clone(a.keys), all: a.all}
+}
+
+// antiAffinityKeys are the label keys that running pods' required
+// anti-affinity terms select on, and those of pods placed in the cycle;
+// nil if any term selects on no key (everything), and every label matters.
+func (p *placer) antiAffinityKeys() map[string]bool {
+	a := &p.s.anti
+	if a.all {
+		return nil
+	}
+	if a.keys == nil {
+		a.keys = map[string]bool{}
+	}
+	return a.keys
 }
 
 // noteAntiAffinity keeps antiAffinityKeys whole once pod, placed on the
 // snapshot, has required anti-affinity terms.
 func (s *Snapshot) noteAntiAffinity(pod *corev1.Pod) {
-	if s.antiKeys == nil || s.antiAll {
-		return // not found yet: they will be found with pod
-	}
 	if a := pod.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
 		return
 	}
 	if pi, err := schedfw.NewPodInfo(pod); err == nil {
-		s.addAntiKeys(pi)
+		s.anti.add(pi)
 	} else {
-		s.antiAll, s.antiKeys = true, nil
+		s.anti.all, s.anti.keys = true, nil
 	}
 }
 

@@ -51,10 +51,9 @@ type Snapshot struct {
 	// levels are the domains of each topology level placement asked for
 	// (topology.go), found once per snapshot.
 	levels *levelCache
-	// antiKeys and antiAll cache the label keys of required anti-affinity
-	// terms (antiAffinityKeys).
-	antiKeys map[string]bool
-	antiAll  bool
+	// anti are the label keys of required anti-affinity terms of the
+	// pods on it (antiAffinityKeys).
+	anti antiKeys
 	// free caches each node's free resources for topology.go's room.
 	free       []nodeFree
 	listsMu    sync.Mutex
@@ -115,6 +114,7 @@ func (s *Snapshot) EmptyKeeping(keep func(*corev1.Pod) bool) *Snapshot {
 		for _, pi := range s.info(i).GetPods() {
 			if keep(pi.GetPod()) {
 				e.infos[i].AddPodInfo(pi)
+				e.anti.add(pi)
 			}
 		}
 	}

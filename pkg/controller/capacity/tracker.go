@@ -42,6 +42,10 @@ type Tracker struct {
 	// index maps a node name to its place in order; a snapshot shares it,
 	// so it is replaced, never changed, when the set of nodes changes.
 	index map[string]int
+	// anti are the label keys of every required anti-affinity term of the
+	// pods held, and of pods held before: a set that only grows
+	// (antiaffinity.go).
+	anti antiKeys
 	// levels are the topology levels' domains (topology.go), found for
 	// the nodes as they are; replaced, never changed, when a node is
 	// added or removed, or changes its labels, readiness or deletion.
@@ -476,6 +480,9 @@ func (t *Tracker) reholdGroup(key scheduling.GroupKey) {
 func (t *Tracker) hold(node string, info fwk.PodInfo) {
 	t.writable(node).AddPodInfo(info)
 	t.heldBy(podPriority(info.GetPod()))
+	if len(info.GetRequiredAntiAffinityTerms()) > 0 {
+		t.anti.add(info)
+	}
 }
 
 // release gives back what a pod held on node, and records the room freed
@@ -551,6 +558,7 @@ func (t *Tracker) snapshotLocked(filters *Filters) *Snapshot {
 		infos:   make([]*schedfw.NodeInfo, len(t.order)),
 		index:   t.index,
 		levels:  t.levels,
+		anti:    t.anti.clone(),
 	}
 	s.draining = t.drainingNodes()
 	for i, name := range t.order {

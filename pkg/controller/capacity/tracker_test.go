@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -301,5 +302,43 @@ func TestTrackerUnbound(t *testing.T) {
 	tr.RemoveManagedPod(withVolume.UID)
 	if got := unbound(tr); len(got) != 0 {
 		t.Fatalf("unbound = %v once removed, want none", got)
+	}
+}
+
+// TestTrackerAntiAffinityKeys: the label keys that running pods' required
+// anti-affinity terms select on are kept by the tracker as pods come, and
+// never dropped: a snapshot starts from them, and a pod placed on it adds
+// its own. Past maxAntiKeys, every label matters.
+func TestTrackerAntiAffinityKeys(t *testing.T) {
+	tr := trackerOf([]*corev1.Node{node("a", "64", "64Gi")})
+	keysOf := func() map[string]bool {
+		p := &placer{s: tr.Snapshot(defaultFilters())}
+		return p.antiAffinityKeys()
+	}
+	if got := keysOf(); len(got) != 0 {
+		t.Fatalf("keys %v with no pod, want none", got)
+	}
+	tr.SetUnmanagedPod(pod("web", "1", onNode("a"), antiAffinity("app", "web", corev1.LabelHostname)))
+	tr.SetUnmanagedPod(pod("plain", "1", onNode("a"), withLabels("tier", "x")))
+	if diff := cmp.Diff(map[string]bool{"app": true}, keysOf()); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	tr.RemoveUnmanagedPod("uid-web")
+	if diff := cmp.Diff(map[string]bool{"app": true}, keysOf()); diff != "" {
+		t.Errorf("keys once the pod left (-want +got): a superset is kept:\n%s", diff)
+	}
+	s := tr.Snapshot(defaultFilters())
+	s.noteAntiAffinity(pod("g", "1", antiAffinity("gang", "g", corev1.LabelHostname)))
+	if got := (&placer{s: s}).antiAffinityKeys(); !got["gang"] || !got["app"] {
+		t.Errorf("keys %v after a pod with anti-affinity on gang was placed, want app and gang", got)
+	}
+	if keysOf()["gang"] {
+		t.Errorf("a pod placed on one snapshot added its keys to the tracker's")
+	}
+	for i := range maxAntiKeys + 1 {
+		tr.SetUnmanagedPod(pod(fmt.Sprint("k", i), "0", onNode("a"), antiAffinity(fmt.Sprint("key-", i), "v", corev1.LabelHostname)))
+	}
+	if got := keysOf(); got != nil {
+		t.Errorf("%d keys kept past the bound of %d, want nil: every label matters", len(got), maxAntiKeys)
 	}
 }
