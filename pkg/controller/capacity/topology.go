@@ -82,19 +82,7 @@ func (s *Snapshot) placeTopology(within []int, pods []*corev1.Pod, copies []Copi
 			return res
 		}
 	}
-	if within == nil {
-		within = s.all()
-	}
 	return s.placeParts(within, pods, copies, t, need)
-}
-
-// all lists every node's index.
-func (s *Snapshot) all() []int {
-	out := make([]int, len(s.Nodes))
-	for i := range out {
-		out[i] = i
-	}
-	return out
 }
 
 // domainRank is a domain that might hold the gang, and how much room it
@@ -159,8 +147,9 @@ func (s *Snapshot) placeInLevel(within []int, key string, pods []*corev1.Pod, co
 	return Result{Unplaced: size(pods, copies), Short: msg, topology: true, fit: max(bestFit, 0)}, false
 }
 
-// placeParts places the gang on nodes, each constrained role in a domain
-// of its own and the other pods in slices, or all at once without slices.
+// placeParts places the gang on nodes (nil: every node), each constrained
+// role in a domain of its own and the other pods in slices, or all at once
+// without slices.
 func (s *Snapshot) placeParts(nodes []int, pods []*corev1.Pod, copies []Copies, t *Topology, need int) Result {
 	if len(t.Roles) == 0 && t.SliceSize <= 0 {
 		return s.placeOn(nodes, pods, copies)
