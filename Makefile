@@ -146,7 +146,7 @@ UNIT_TIMEOUT        ?= 10m
 INTEGRATION_TIMEOUT ?= 20m
 E2E_TIMEOUT         ?= 40m
 
-.PHONY: e2e-cluster-suite e2e-both tools-oldest-idle all build version image image-test image-host image-reproduce chart-package verify-version tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf fuzz codegen clean help
+.PHONY: e2e-cluster-suite e2e-both tools-oldest-idle all build version image image-test image-host image-reproduce chart-package verify-version tools helm manifests verify-manifests chart-lint chart run run-standalone test verify unit integration e2e e2e-oldest abuse chaos bench perf scale fuzz codegen clean help
 
 all: build
 
@@ -361,6 +361,9 @@ bench: ## Benchmarks of the controller's hot paths and of Muster's admission pol
 
 perf: build tools ## Load Muster on a local cluster and print rates and latencies against the raw API rates (PERF_ARGS: see go run ./hack/perf -h).
 	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver $(GO) run ./hack/perf $(PERF_ARGS)
+
+scale: build tools ## Gangs that fit, behind 0, 200 and 1,000 waiting gangs and on 500 nodes with 10,000 pods running: latency, admissions/s, idle CPU and memory, each against the raw pipeline (SCALE_ARGS: see go run ./hack/perf scale -h).
+	MUSTER_BIN_DIR=$(KUBE_BIN) MUSTER_BINARY=$(BIN)/muster-apiserver $(GO) run ./hack/perf scale $(SCALE_ARGS)
 
 # Go fuzz targets, as <package dir>:<target>. Their seed corpora run in
 # `make unit` as plain tests; `make fuzz` fuzzes each for FUZZTIME.

@@ -159,52 +159,84 @@ const probeRate = 5.0
 // probeRate gangs a second, each of which fits at once, and returns each
 // one's release latency: its last pod created to its last gate removed.
 func (d *driver) probe(ctx context.Context, ns, prefix string) ([]time.Duration, error) {
-	n := d.cfg.idleProbes
-	if n == 0 {
+	return d.probeWith(ctx, prefix, func(ctx context.Context, name string, r *gangRun) error {
+		return d.runGangIn(ctx, ns, name, "1h", r)
+	})
+}
+
+// probeWith is probe with the gangs made by run: through Muster, or by the
+// raw pipeline.
+func (d *driver) probeWith(ctx context.Context, prefix string, run func(ctx context.Context, name string, r *gangRun) error) ([]time.Duration, error) {
+	if d.cfg.idleProbes == 0 {
 		return nil, nil
 	}
+	runs, _, err := d.offer(ctx, d.cfg.idleProbes, probeRate, prefix, run)
+	if err != nil {
+		return nil, err
+	}
+	return d.releaseLatencies(ctx, "the probe gangs to be released ("+prefix+")", runs)
+}
+
+// offer makes n gangs named prefix000, prefix001, ... with run, perSec
+// gangs a second, and returns them with how long the offering took.
+func (d *driver) offer(ctx context.Context, n int, perSec float64, prefix string, run func(ctx context.Context, name string, r *gangRun) error) ([]gangRun, time.Duration, error) {
 	runs := make([]gangRun, n)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Duration(float64(time.Second) / probeRate))
+	tick := time.NewTicker(time.Duration(float64(time.Second) / perSec))
 	defer tick.Stop()
+	start := time.Now()
 	for i := range n {
 		if i > 0 {
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				wg.Wait()
+				return nil, 0, ctx.Err()
 			}
 		}
 		wg.Go(func() {
-			if err := d.runGangIn(ctx, ns, fmt.Sprintf("%s%03d", prefix, i), "1h", &runs[i]); err != nil {
+			if err := run(ctx, fmt.Sprintf("%s%03d", prefix, i), &runs[i]); err != nil {
 				errs <- err
 			}
 		})
 	}
 	wg.Wait()
+	took := time.Since(start)
 	close(errs)
 	if err := <-errs; err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	return runs, took, nil
+}
+
+// releaseLatencies waits until every pod of runs is ungated and returns
+// each gang's release latency: its last pod created to its last gate
+// removed.
+func (d *driver) releaseLatencies(ctx context.Context, what string, runs []gangRun) ([]time.Duration, error) {
 	var uids []types.UID
 	for _, r := range runs {
 		uids = append(uids, r.uids...)
 	}
-	if err := d.waitPods(ctx, "the probe gangs to be released ("+prefix+")", uids, 5*time.Minute, isUngated); err != nil {
+	if err := d.waitPods(ctx, what, uids, 5*time.Minute, isUngated); err != nil {
 		return nil, err
 	}
-	out := make([]time.Duration, 0, n)
+	out := make([]time.Duration, 0, len(runs))
 	for _, r := range runs {
-		times := d.rec.snapshot(r.uids)
-		ungated := make([]time.Time, len(times))
-		for i, t := range times {
-			ungated[i] = t.ungated
-		}
-		_, last := span(ungated)
+		_, last := span(d.ungatedTimes(r.uids))
 		out = append(out, last.Sub(r.lastCreated))
 	}
 	return out, nil
+}
+
+// ungatedTimes are the instants the pods lost their last gate.
+func (d *driver) ungatedTimes(uids []types.UID) []time.Time {
+	times := d.rec.snapshot(uids)
+	ungated := make([]time.Time, len(times))
+	for i, t := range times {
+		ungated[i] = t.ungated
+	}
+	return ungated
 }
 
 // waitWaiting waits until n PodGroups in ns whose names start with prefix

@@ -53,6 +53,10 @@ type config struct {
 	idleProbes int
 	nodes      int
 	nodeCPU    string
+	// sweepRates are offered in turn for sweepFor each, through the raw
+	// pipeline and through Muster.
+	sweepRates []float64
+	sweepFor   time.Duration
 }
 
 func main() {
@@ -65,10 +69,19 @@ func main() {
 func run() error {
 	var (
 		cfg       config
+		sc        scaleConfig
+		levels    string
+		rates     string
 		opts      cluster.Options
 		musterArg stringList
 		keep      bool
 	)
+	// `perf scale` is `make scale`: issue 36's scenario, its own defaults.
+	args, scale := os.Args[1:], len(os.Args) > 1 && os.Args[1] == "scale"
+	nodes, nodePods, window := 20, 1000, time.Minute
+	if scale {
+		args, nodes, nodePods, window = args[1:], 50, 250, 30*time.Second
+	}
 	klog.InitFlags(nil)
 	flag.IntVar(&cfg.gangSize, "gang-size", 8, "pods per gang")
 	flag.IntVar(&cfg.gangs, "gangs", 200, "gangs offered at --rate in the latency phase")
@@ -76,19 +89,48 @@ func run() error {
 	flag.DurationVar(&cfg.runFor, "run-for", 2*time.Second, "how long each pod of the latency phase runs")
 	flag.IntVar(&cfg.burstPods, "burst-pods", 10000, "pods of the throughput phase, and of the raw baseline: created at once, released as one backlog, finishing at one instant")
 	flag.IntVar(&cfg.idleGangs, "idle-gangs", 200, "gangs that wait, and could fit the idle cluster, in the idle-backlog phase (0: no such phase)")
-	flag.DurationVar(&cfg.idleWindow, "idle-window", time.Minute, "how long the idle-backlog phase measures muster-apiserver's CPU")
+	flag.DurationVar(&cfg.idleWindow, "idle-window", window, "how long the idle-backlog phase (and each level of `scale`) measures muster-apiserver's CPU")
 	flag.IntVar(&cfg.idleProbes, "idle-probes", 60, "gangs that fit at once, offered at 5/s before the idle phase's backlog and behind it, whose release latency is printed")
 	flag.IntVar(&cfg.concurrency, "concurrency", 32, "the driver's requests in flight at once")
 	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.BoolVar(&cfg.prepared, "prepared", false, "create labelled pods already prepared (gate, finalizer, managed label), as a framework that skips the mutating webhook does; the table is meant for the default, unprepared")
-	flag.IntVar(&opts.Nodes, "nodes", 20, "kwok fake nodes")
-	flag.IntVar(&opts.NodePods, "node-pods", 1000, "pod capacity of each node")
+	flag.IntVar(&opts.Nodes, "nodes", nodes, "kwok fake nodes")
+	flag.IntVar(&opts.NodePods, "node-pods", nodePods, "pod capacity of each node")
+	flag.StringVar(&rates, "sweep-rates", "5,10,15,20,30,40,60,80", "gangs per second offered in turn in the rate sweep, through the raw pipeline and through Muster (empty: no sweep)")
+	flag.DurationVar(&cfg.sweepFor, "sweep-for", 6*time.Second, "how long each rate of the sweep is offered")
+	flag.StringVar(&levels, "levels", "0,200,1000", "scale: the backlog depths measured in turn, in gangs")
+	flag.IntVar(&sc.burstGangs, "burst-gangs", 200, "scale: gangs that fit offered at once at each level, for admissions per second")
+	flag.IntVar(&sc.bigNodes, "big-nodes", 500, "scale: the nodes of the last level (0: no such level)")
+	flag.IntVar(&sc.bigPods, "big-pods", 10000, "scale: the pods of gangs running in the last level")
+	flag.StringVar(&sc.profileDir, "profile-dir", "", "scale: save muster-apiserver's heap profile at each level in this directory")
 	flag.StringVar(&opts.BinDir, "bin-dir", "", "directory with the cluster tools (default $MUSTER_BIN_DIR, else bin/)")
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver)")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable); the table is meant for the defaults")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster's work dir (logs) after the run")
 	flag.BoolVar(&opts.PreparePolicy, "prepare-policy", false, "install the MutatingAdmissionPolicy that prepares new pods in kube-apiserver (1.36+), as the chart's preparePolicy.enabled does, instead of leaving it to the mutating webhook")
-	flag.Parse()
+	flag.CommandLine.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: perf [scale] [flags]\n\n  perf        make perf: rates and latencies against the raw API rates\n  perf scale  make scale: gangs that fit behind a backlog of 0, 200 and 1,000, and on %d nodes, against the raw pipeline\n\n", 500)
+		flag.PrintDefaults()
+	}
+	if err := flag.CommandLine.Parse(args); err != nil {
+		return err
+	}
+	if rates != "" && !scale {
+		var err error
+		if cfg.sweepRates, err = parseRates(rates); err != nil {
+			return err
+		}
+	}
+	if scale {
+		var err error
+		if sc.levels, err = parseLevels(levels); err != nil {
+			return err
+		}
+		if sc.burstGangs < 1 || sc.bigPods < 0 || sc.bigNodes > 1000 {
+			return errors.New("--burst-gangs must be positive, --big-pods not negative, and --big-nodes at most 1000")
+		}
+		cfg.idleProbes = max(cfg.idleProbes, 1)
+	}
 	if cfg.gangSize < 1 || cfg.gangs < 1 || cfg.rate <= 0 || cfg.burstPods < cfg.gangSize || cfg.concurrency < 1 {
 		return errors.New("--gang-size, --gangs, --rate and --concurrency must be positive, and --burst-pods at least --gang-size")
 	}
@@ -141,12 +183,52 @@ func run() error {
 		return err
 	}
 	defer d.stop()
+	if scale {
+		rep, err := d.runScale(ctx, sc)
+		if rep != nil {
+			rep.print(os.Stdout, c.KubeVersion.String())
+			d.cpu.print(os.Stdout)
+		}
+		return err
+	}
 	rep, err := d.run(ctx)
 	if rep != nil {
 		rep.print(os.Stdout, cfg, c)
+		printSweep(os.Stdout, rep.sweep, cfg.gangSize, cfg.runFor)
 		d.cpu.print(os.Stdout)
 	}
 	return err
+}
+
+// parseLevels reads --levels: backlog depths, each at most 1,000 (one
+// namespace, where Muster creates at most 1,000 PodGroups from pods), in
+// strictly rising order.
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 0 || n > 1000 {
+			return nil, fmt.Errorf("--levels: %q is not a backlog depth from 0 to 1000", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("--levels: %d comes after %d: each level is deeper than the last", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseRates reads --sweep-rates: positive gangs per second.
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for f := range strings.SplitSeq(s, ",") {
+		var v float64
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &v); err != nil || v <= 0 {
+			return nil, fmt.Errorf("--sweep-rates: %q is not a positive rate", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // logf prints a progress line on stderr, so the table on stdout stays clean.

@@ -23,6 +23,7 @@ type report struct {
 	burst   *burst
 	lat     *latency
 	idle    *idle
+	sweep   []sweepPoint
 	calls   apiCalls
 	pods    int // labelled pods Muster handled while calls were counted
 	exact   exactness
@@ -41,7 +42,7 @@ type exactness struct {
 func (e exactness) ok() bool { return e.wrong == 0 && e.finalizersLeft == 0 && e.terminatingLeft == 0 }
 
 // run runs the phases in order: baseline, burst, latency, idle backlog,
-// audit.
+// rate sweep, audit.
 func (d *driver) run(ctx context.Context) (*report, error) {
 	began := time.Now()
 	rep := &report{}
@@ -71,7 +72,11 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 			return nil, err
 		}
 	}
-	if rep.exact, err = d.audit(ctx, burstGroups, latGroups); err != nil {
+	sweepGroups := groupPods{}
+	if rep.sweep, sweepGroups, err = d.measureSweep(ctx); err != nil {
+		return nil, err
+	}
+	if rep.exact, err = d.audit(ctx, burstGroups, latGroups, sweepGroups); err != nil {
 		return nil, err
 	}
 	rep.elapsed = time.Since(began)
@@ -105,7 +110,7 @@ func (d *driver) audit(ctx context.Context, sets ...groupPods) (exactness, error
 	var e exactness
 	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		e = exactness{groups: len(want)}
-		for _, ns := range []string{burstNS, rateNS} {
+		for _, ns := range []string{burstNS, rateNS, sweepNS} {
 			list, err := d.muster.SchedulingV1alpha1().PodGroups(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, nil

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,5 +42,33 @@ func TestSpanIgnoresZeroTimes(t *testing.T) {
 	first, last := span([]time.Time{{}, base.Add(3 * time.Second), base, {}, base.Add(time.Second)})
 	if !first.Equal(base) || !last.Equal(base.Add(3*time.Second)) {
 		t.Errorf("span = %v..%v, want %v..%v", first, last, base, base.Add(3*time.Second))
+	}
+}
+
+func TestParseLevels(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []int
+		wantErr string
+	}{
+		{in: "0,200,1000", want: []int{0, 200, 1000}},
+		{in: " 5 ", want: []int{5}},
+		{in: "0,0", wantErr: "0 comes after 0"},
+		{in: "200,0", wantErr: "0 comes after 200"},
+		{in: "1001", wantErr: `"1001" is not a backlog depth`},
+		{in: "-1", wantErr: `"-1" is not a backlog depth`},
+		{in: "x", wantErr: `"x" is not a backlog depth`},
+		{in: "", wantErr: `"" is not a backlog depth`},
+	} {
+		got, err := parseLevels(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseLevels(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseLevels(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
 	}
 }
