@@ -189,7 +189,9 @@ func (d *driver) measureLevel(ctx context.Context, sc scaleConfig, name, prefix 
 	}
 	logf("scale: %s: muster-apiserver %.1f%% of a core, RSS %d MiB with %d pods", name, 100*l.cpu.Seconds()/l.window.Seconds(), l.rss>>20, l.pods)
 
-	raw := func(ctx context.Context, name string, r *gangRun) error { return d.runRawGang(ctx, rawNamespace, name, "1h", r) }
+	raw := func(ctx context.Context, name string, r *gangRun) error {
+		return d.runRawGang(ctx, rawNamespace, name, "1h", r)
+	}
 	through := func(ctx context.Context, name string, r *gangRun) error {
 		return d.runGangIn(ctx, scaleFitNS, name, "1h", r)
 	}

@@ -25,7 +25,9 @@ func (r *scaleReport) print(out io.Writer, kubeVersion string) {
 		fmt.Fprintf(w, "%s\t%s\n", name, strings.Join(cells, "\t"))
 	}
 	none := r.levels[0]
-	pp := func(ds []time.Duration) string { return fmt.Sprintf("%s / %s", ms(percentile(ds, 50)), ms(percentile(ds, 99))) }
+	pp := func(ds []time.Duration) string {
+		return fmt.Sprintf("%s / %s", ms(percentile(ds, 50)), ms(percentile(ds, 99)))
+	}
 	p99 := func(ds []time.Duration) float64 { return percentile(ds, 99).Seconds() }
 	row("measure", func(l scaleLevel) string { return l.name })
 	row("-------", func(l scaleLevel) string { return strings.Repeat("-", len(l.name)) })
