@@ -102,7 +102,7 @@ func run() error {
 	flag.IntVar(&sc.burstGangs, "burst-gangs", 200, "scale: gangs that fit offered at once at each level, for admissions per second")
 	flag.IntVar(&sc.bigNodes, "big-nodes", 500, "scale: the nodes of the last level (0: no such level)")
 	flag.IntVar(&sc.bigPods, "big-pods", 10000, "scale: the pods of gangs running in the last level")
-	flag.StringVar(&sc.profileDir, "profile-dir", "", "scale: save muster-apiserver's heap profile at each level in this directory")
+	flag.StringVar(&sc.profileDir, "profile-dir", "", "scale: save muster-apiserver's heap profile at each level, and its CPU profile over the first 15 s of each burst, in this directory")
 	flag.StringVar(&opts.BinDir, "bin-dir", "", "directory with the cluster tools (default $MUSTER_BIN_DIR, else bin/)")
 	flag.StringVar(&opts.MusterBinary, "muster-binary", "", "muster-apiserver to run (default $MUSTER_BINARY, else <bin-dir>/muster-apiserver)")
 	flag.Var(&musterArg, "muster-arg", "extra flag for muster-apiserver (repeatable); the table is meant for the defaults")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ type scaleConfig struct {
 	// many pods of gangs running on them and no backlog.
 	bigNodes, bigPods int
 	// profileDir, when set, gets muster-apiserver's heap profile at the end
-	// of each level.
+	// of each level's idle window, and its CPU profile over the first 15 s
+	// of each level's burst.
 	profileDir string
 }
 
@@ -207,7 +209,11 @@ func (d *driver) measureLevel(ctx context.Context, sc scaleConfig, name, prefix 
 		return nil, err
 	}
 	d.cpu.mark("scale: " + name + ": raw burst")
+	profiled := d.cpuProfile(ctx, sc.profileDir, name, 15*time.Second)
 	if l.admitted, err = d.admitBurst(ctx, sc.burstGangs, prefix+"b", through); err != nil {
+		return nil, err
+	}
+	if err := <-profiled; err != nil {
 		return nil, err
 	}
 	d.cpu.mark("scale: " + name + ": burst")
@@ -317,30 +323,56 @@ func (d *driver) livePods(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// cpuProfile starts saving muster-apiserver's CPU profile over the next
+// span (/debug/pprof/profile) in dir as cpu-<level>.pb.gz, when dir is
+// set; the channel gets the outcome.
+func (d *driver) cpuProfile(ctx context.Context, dir, level string, span time.Duration) <-chan error {
+	done := make(chan error, 1)
+	if dir == "" {
+		done <- nil
+		return done
+	}
+	go func() {
+		done <- d.saveProfile(ctx, dir, "cpu-"+sanitize(level)+".pb.gz", "/debug/pprof/profile", fmt.Sprintf("seconds=%d", int(span.Seconds())))
+	}()
+	return done
+}
+
+// saveProfile reads one of muster-apiserver's /debug/pprof profiles and
+// writes it in dir.
+func (d *driver) saveProfile(ctx context.Context, dir, file, path, query string) error {
+	cfg, err := d.c.MusterConfig(d.c.MusterURL)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 2 * time.Minute
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	req := client.Discovery().RESTClient().Get().AbsPath(path)
+	if k, v, ok := strings.Cut(query, "="); ok {
+		req = req.Param(k, v)
+	}
+	data, err := req.DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("reading muster-apiserver's %s: %w", path, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := filepath.Join(dir, file)
+	logf("scale: profile in %s", name)
+	return os.WriteFile(name, data, 0o644)
+}
+
 // heapProfile saves muster-apiserver's heap profile (/debug/pprof/heap) in
 // dir as heap-<level>.pb.gz, when dir is set.
 func (d *driver) heapProfile(ctx context.Context, dir, level string) error {
 	if dir == "" {
 		return nil
 	}
-	cfg, err := d.c.MusterConfig(d.c.MusterURL)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	data, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("reading muster-apiserver's heap profile: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	name := filepath.Join(dir, "heap-"+sanitize(level)+".pb.gz")
-	logf("scale: heap profile in %s", name)
-	return os.WriteFile(name, data, 0o644)
+	return d.saveProfile(ctx, dir, "heap-"+sanitize(level)+".pb.gz", "/debug/pprof/heap", "")
 }
 
 // sanitize keeps letters and digits of s, and makes the rest dashes.
