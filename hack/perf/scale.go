@@ -57,6 +57,10 @@ type scaleLevel struct {
 	admitted, rawAdmitted float64
 	// cpu is muster-apiserver's CPU over window while nothing changes.
 	cpu, window time.Duration
+	// probeWrites are Muster's API writes while the probes ran, and
+	// probePods the probes' pods.
+	probeWrites float64
+	probePods   int
 	// rss is muster-apiserver's resident memory with pods pods in the
 	// cluster.
 	rss  int64
@@ -201,9 +205,18 @@ func (d *driver) measureLevel(ctx context.Context, sc scaleConfig, name, prefix 
 		return nil, err
 	}
 	d.cpu.mark("scale: " + name + ": raw probes")
+	callsBefore, err := d.scrapeCalls(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if l.probes, err = d.probeWith(ctx, prefix+"p", through); err != nil {
 		return nil, err
 	}
+	callsAfter, err := d.scrapeCalls(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.probeWrites, l.probePods = writes(callsAfter.Minus(callsBefore)), len(l.probes)*d.cfg.gangSize
 	d.cpu.mark("scale: " + name + ": probes")
 	if l.rawAdmitted, err = d.admitBurst(ctx, sc.burstGangs, prefix+"b", raw); err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ func (r *scaleReport) print(out io.Writer, kubeVersion string) {
 	row("  raw pipeline p50 / p99", func(l scaleLevel) string { return pp(l.rawProbes) })
 	row("  p99 x raw", func(l scaleLevel) string { return fmt.Sprintf("%.2f", ratio(p99(l.probes), p99(l.rawProbes))) })
 	row("  p99 x none waiting", func(l scaleLevel) string { return fmt.Sprintf("%.2f", ratio(p99(l.probes), p99(none.probes))) })
+	row("  Muster writes per probe pod", func(l scaleLevel) string {
+		return fmt.Sprintf("%.2f", l.probeWrites/float64(max(l.probePods, 1)))
+	})
 	row("admissions/s (gangs)", func(l scaleLevel) string { return fmt.Sprintf("%.1f", l.admitted) })
 	row("  raw pipeline", func(l scaleLevel) string { return fmt.Sprintf("%.1f", l.rawAdmitted) })
 	row("  x raw", func(l scaleLevel) string { return fmt.Sprintf("%.2f", ratio(l.admitted, l.rawAdmitted)) })

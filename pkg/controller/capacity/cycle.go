@@ -104,6 +104,24 @@ type Options struct {
 	Autoscaling bool
 }
 
+// CompareCandidates is the queue's order: higher priority first, then
+// admitted groups' pods before gangs, then the older, then by key.
+func CompareCandidates(a, b *Candidate) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if (a.Need == 0) != (b.Need == 0) {
+		if a.Need == 0 {
+			return -1
+		}
+		return 1
+	}
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return compareKeys(a.Key, b.Key)
+}
+
 // Admit runs one admission cycle on s: candidates are taken in order (by
 // priority, higher first; among equal priority admitted groups' pods
 // first, then by creation time), and each gang is placed whole or not at
@@ -123,21 +141,7 @@ func Admit(s *Snapshot, candidates []Candidate, opts Options) (verdicts []Verdic
 	for i := range candidates {
 		cands[i] = &candidates[i]
 	}
-	slices.SortStableFunc(cands, func(a, b *Candidate) int {
-		if a.Priority != b.Priority {
-			return cmp.Compare(b.Priority, a.Priority)
-		}
-		if (a.Need == 0) != (b.Need == 0) {
-			if a.Need == 0 {
-				return -1
-			}
-			return 1
-		}
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		return compareKeys(a.Key, b.Key)
-	})
+	slices.SortStableFunc(cands, CompareCandidates)
 	if s.filters != nil {
 		s.filters.mu.Lock()
 		defer s.filters.mu.Unlock()

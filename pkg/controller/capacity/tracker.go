@@ -330,6 +330,19 @@ func (t *Tracker) SetManagedPod(key scheduling.GroupKey, p *corev1.Pod, gated bo
 	t.setDraining(p.UID, t.drainingNode(p))
 }
 
+// Observed reports whether the tracker has recorded every one of pods
+// (observed.go in capacityadmission says why a cycle asks).
+func (t *Tracker) Observed(pods []*corev1.Pod) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range pods {
+		if _, ok := t.managed[p.UID]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // RemoveManagedPod forgets one of Muster's pods.
 func (t *Tracker) RemoveManagedPod(uid types.UID) {
 	t.mu.Lock()

@@ -224,7 +224,7 @@ func (a *Mode) admitCycle() {
 	// gangs they may help are placed again (parked.go).
 	snap, changes := a.tracker.SnapshotChanges(a.filters)
 	a.queue.unparkHelped(changes, snap, start)
-	cands := a.queue.snapshot(a.strategy == capacity.StrictFIFO || a.autoscale != nil)
+	cands := a.observedOnly(a.queue.snapshot(a.strategy == capacity.StrictFIFO || a.autoscale != nil))
 	opts := capacity.Options{Strategy: a.strategy, Now: start, MinRuntime: a.preemptionMinRuntime}
 	if a.preemption {
 		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
