@@ -10,18 +10,23 @@ import (
 )
 
 // TestParkedFlushIsBounded: gangs parked together come due for their
-// flush together, and each cycle lets go of parkedFlushPerCycle of them at
-// the most, so that no one cycle places the whole backlog; a gang that a
-// change helps is let go whatever the bound.
+// flush together, and they are let go at parkedFlushRate a second,
+// parkedFlushPerCycle at once at the most, so that no cycle, nor a busy
+// second of cycles, places the whole backlog; a gang that a change helps
+// is let go whatever the pace.
 func TestParkedFlushIsBounded(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	q := newAdmissionQueue()
-	const gangs = 10
+	const gangs = 10 // 10 = 4 + 1 + 4 + 1, as the cases take them
+	park := func(key scheduling.GroupKey) {
+		q.candidates[key] = capacity.Candidate{Key: key, Need: 1}
+		q.park(capacity.Verdict{Key: key, Hint: &capacity.Hint{}}, t0)
+	}
 	for i := range gangs {
-		q.park(capacity.Verdict{Key: scheduling.GroupKey{Namespace: "ns", Name: fmt.Sprintf("g%d", i)}, Hint: &capacity.Hint{}}, t0)
+		park(scheduling.GroupKey{Namespace: "ns", Name: fmt.Sprintf("g%d", i)})
 	}
 	helped := scheduling.GroupKey{Namespace: "ns", Name: "helped"}
-	q.park(capacity.Verdict{Key: helped, Hint: &capacity.Hint{}}, t0)
+	park(helped)
 	s := capacity.NewTracker(false).Snapshot(nil)
 
 	tests := []struct {
@@ -32,9 +37,11 @@ func TestParkedFlushIsBounded(t *testing.T) {
 	}{
 		{"before the flush", t0.Add(parkedFlush - time.Second), false, gangs + 1},
 		{"a change helps one, none due", t0.Add(parkedFlush - time.Second), true, gangs},
-		{"first cycle due", t0.Add(parkedFlush), false, gangs - parkedFlushPerCycle},
-		{"second cycle due", t0.Add(parkedFlush + time.Second), false, gangs - 2*parkedFlushPerCycle},
-		{"third cycle due", t0.Add(parkedFlush + 2*time.Second), false, 0},
+		{"first cycle due: a full bucket", t0.Add(parkedFlush), false, gangs - parkedFlushPerCycle},
+		{"a cycle at once after it", t0.Add(parkedFlush), false, gangs - parkedFlushPerCycle},
+		{"a quarter of a second on: one", t0.Add(parkedFlush + time.Second/4), false, gangs - parkedFlushPerCycle - 1},
+		{"seconds on: no more than a cycle's worth", t0.Add(parkedFlush + time.Minute), false, gangs - 2*parkedFlushPerCycle - 1},
+		{"the last", t0.Add(parkedFlush + 2*time.Minute), false, 0},
 	}
 	for _, tt := range tests {
 		ch := capacity.Changes{}
@@ -44,6 +51,16 @@ func TestParkedFlushIsBounded(t *testing.T) {
 		q.unparkHelped(ch, s, tt.at)
 		if got := len(q.parked); got != tt.want {
 			t.Errorf("%s: %d parked, want %d", tt.name, got, tt.want)
+		}
+		if tt.name == "first cycle due: a full bucket" {
+			// Gangs are still due: a cycle is asked for, within a second,
+			// with no event.
+			drain(q.kick)
+			select {
+			case <-q.kick:
+			case <-time.After(3 * time.Second):
+				t.Errorf("%s: no cycle asked for the gangs still due", tt.name)
+			}
 		}
 	}
 }

@@ -29,6 +29,12 @@ type admissionQueue struct {
 	parked map[scheduling.GroupKey]parkedGang
 	// parkedLast is how many candidates the last cycle took parked.
 	parkedLast int
+	// flushTokens are the gangs the next cycle may let go for parkedFlush
+	// alone, refilled since flushedAt (parked.go).
+	flushTokens float64
+	flushedAt   time.Time
+	// flushAsked says a cycle is asked for, for the gangs still due.
+	flushAsked bool
 	kick       chan struct{}
 }
 
