@@ -96,7 +96,7 @@ func run() error {
 	flag.BoolVar(&cfg.prepared, "prepared", false, "create labelled pods already prepared (gate, finalizer, managed label), as a framework that skips the mutating webhook does; the table is meant for the default, unprepared")
 	flag.IntVar(&opts.Nodes, "nodes", nodes, "kwok fake nodes")
 	flag.IntVar(&opts.NodePods, "node-pods", nodePods, "pod capacity of each node")
-	flag.StringVar(&rates, "sweep-rates", "5,10,15,20,30,40,60,80", "gangs per second offered in turn in the rate sweep, through the raw pipeline and through Muster (empty: no sweep)")
+	flag.StringVar(&rates, "sweep-rates", "2,5,10,15,20,30", "gangs per second offered in turn in the rate sweep, through the raw pipeline and through Muster (empty: no sweep)")
 	flag.DurationVar(&cfg.sweepFor, "sweep-for", 6*time.Second, "how long each rate of the sweep is offered")
 	flag.StringVar(&levels, "levels", "0,200,1000", "scale: the backlog depths measured in turn, in gangs")
 	flag.IntVar(&sc.burstGangs, "burst-gangs", 200, "scale: gangs that fit offered at once at each level, for admissions per second")
