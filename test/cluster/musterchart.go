@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/manifests"
 )
@@ -89,12 +91,8 @@ func (c *Cluster) startMusterReplicasFromChart(ctx context.Context, n int, repli
 		if i > 0 {
 			name += "-" + strconv.Itoa(i)
 		}
-		p, err := c.runMuster(name, ports)
+		p, err := c.runMusterOnChartPorts(ctx, name, ports)
 		if err != nil {
-			return fmt.Errorf("starting %s: %w", name, err)
-		}
-		if err := c.musterReady(ctx, p, ports); err != nil {
-			p.stop()
 			return fmt.Errorf("starting %s: %w", name, err)
 		}
 		c.recordMusterURLs(ports)
@@ -111,6 +109,36 @@ func (c *Cluster) startMusterReplicasFromChart(ctx context.Context, n int, repli
 	c.musterPort = c.proxy.port()
 	c.MusterURL, _ = c.recordMusterURLs([]int{c.musterPort, 0})
 	return nil
+}
+
+// runMusterOnChartPorts runs one replica on the ports the chart was
+// installed with and waits until it is ready. The ports are in the
+// chart's values, so a port taken between freePorts and the listen (by
+// another test cluster's outgoing connection, which holds it for a
+// moment) is waited for, not replaced: the replica is started again on
+// the same ports, a few times, a second apart.
+func (c *Cluster) runMusterOnChartPorts(ctx context.Context, name string, ports []int) (*process, error) {
+	const attempts = 5
+	for i := 1; ; i++ {
+		p, err := c.runMuster(name, ports)
+		if err != nil {
+			return nil, err
+		}
+		err = c.musterReady(ctx, p, ports)
+		if err == nil {
+			return p, nil
+		}
+		p.stop()
+		if i == attempts || !p.portClash() {
+			return nil, err
+		}
+		klog.InfoS("Port was taken, starting again on the same ports", "name", name, "ports", ports, "attempt", i)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (c *Cluster) setMusterPod(pod *podProcess) {
