@@ -167,13 +167,19 @@ func (d *driver) createPods(ctx context.Context, pods []*corev1.Pod) ([]types.UI
 // parallel runs n pieces of work, cfg.concurrency at a time, and returns
 // the first error.
 func (d *driver) parallel(ctx context.Context, n int, work func(ctx context.Context, i int) error) error {
+	return parallelN(ctx, d.cfg.concurrency, n, work)
+}
+
+// parallelN runs n pieces of work, workers at a time, and returns the
+// first error; the others are cancelled by it.
+func parallelN(ctx context.Context, workers, n int, work func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		once  sync.Once
 		first error
 	)
-	workqueue.ParallelizeUntil(ctx, d.cfg.concurrency, n, func(i int) {
+	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
 		if err := work(ctx, i); err != nil {
 			once.Do(func() { first = err; cancel() })
 		}

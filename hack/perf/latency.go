@@ -107,31 +107,18 @@ func (d *driver) runGangIn(ctx context.Context, ns, name, runFor string, r *gang
 		pods[j] = d.labelledPod(ns, fmt.Sprintf("%s-%d", name, j), name, runFor)
 	}
 	r.uids = make([]types.UID, g)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for j := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			uids, _, err := d.createPods(ctx, pods[j:j+1])
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			r.uids[j] = uids[0]
-			if now := time.Now(); now.After(r.lastCreated) {
-				r.lastCreated = now
-			}
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	var mu sync.Mutex
+	return eachAtOnce(g, func(j int) error {
+		uids, _, err := d.createPods(ctx, pods[j:j+1])
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		r.uids[j] = uids[0]
+		if now := time.Now(); now.After(r.lastCreated) {
+			r.lastCreated = now
+		}
+		return nil
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/test/cluster"
@@ -246,22 +244,11 @@ func (d *driver) measureLevel(ctx context.Context, sc scaleConfig, name, prefix 
 // the time from the first create to the last gate removed.
 func (d *driver) admitBurst(ctx context.Context, n int, prefix string, run func(ctx context.Context, name string, r *gangRun) error) (float64, error) {
 	runs := make([]gangRun, n)
-	var (
-		mu    sync.Mutex
-		first error
-	)
 	start := time.Now()
-	// Each gang creates its pods at once, so this many gangs at a time keep
-	// the driver's concurrency in flight.
-	workqueue.ParallelizeUntil(ctx, max(1, d.cfg.concurrency/d.cfg.gangSize), n, func(i int) {
-		if err := run(ctx, fmt.Sprintf("%s%03d", prefix, i), &runs[i]); err != nil {
-			mu.Lock()
-			first = err
-			mu.Unlock()
-		}
-	})
-	if first != nil {
-		return 0, first
+	if err := d.gangsAtOnce(ctx, n, func(ctx context.Context, i int) error {
+		return run(ctx, fmt.Sprintf("%s%03d", prefix, i), &runs[i])
+	}); err != nil {
+		return 0, err
 	}
 	var uids []types.UID
 	for _, r := range runs {
@@ -293,19 +280,10 @@ func (d *driver) measureBig(ctx context.Context, sc scaleConfig) (*scaleLevel, e
 	gangs := sc.bigPods / d.cfg.gangSize
 	logf("scale: %d gangs of %d that keep running", gangs, d.cfg.gangSize)
 	runs := make([]gangRun, gangs)
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	workqueue.ParallelizeUntil(ctx, max(1, d.cfg.concurrency/d.cfg.gangSize), gangs, func(i int) {
-		if err := d.runGangIn(ctx, scaleRunNS, fmt.Sprintf("r%05d", i), "1h", &runs[i]); err != nil {
-			mu.Lock()
-			first = err
-			mu.Unlock()
-		}
-	})
-	if first != nil {
-		return nil, first
+	if err := d.gangsAtOnce(ctx, gangs, func(ctx context.Context, i int) error {
+		return d.runGangIn(ctx, scaleRunNS, fmt.Sprintf("r%05d", i), "1h", &runs[i])
+	}); err != nil {
+		return nil, err
 	}
 	var uids []types.UID
 	for _, r := range runs {
@@ -319,6 +297,12 @@ func (d *driver) measureBig(ctx context.Context, sc scaleConfig) (*scaleLevel, e
 	d.cfg.nodes = max(sc.bigNodes, nodes)
 	defer func() { d.cfg.nodes = nodes }()
 	return d.measureLevel(ctx, sc, fmt.Sprintf("%d nodes, %d running", d.cfg.nodes, len(uids)), "big-", 0)
+}
+
+// gangsAtOnce makes n gangs with build, as many at a time as keep the
+// driver's concurrency in flight: each gang creates its pods at once.
+func (d *driver) gangsAtOnce(ctx context.Context, n int, build func(ctx context.Context, i int) error) error {
+	return parallelN(ctx, max(1, d.cfg.concurrency/d.cfg.gangSize), n, build)
 }
 
 // livePods counts the cluster's pods not being deleted.
