@@ -200,12 +200,15 @@ func (s *autoscaler) forget(key scheduling.GroupKey) {
 //   - A gang the Requester can never ask for (Check: more pod shapes than
 //     a ProvisioningRequest holds) is skipped and says why; the gangs
 //     behind it ask as if it were not there.
-//   - Gangs ask whole, in queue order, while their pods fit the bound
-//     (--capacity-request-max-pods): once a gang does not, no gang behind it
-//     asks, so no autoscaler is asked for a gang that priority or FIFO would
-//     not run next. A gang larger than the bound asks alone: when it is
-//     the first to ask, it asks, and no gang behind it does while its
-//     request stands. Under StrictFIFO only the head asks.
+//   - The bound (--capacity-request-max-pods) is per namespace: the gangs
+//     of one namespace ask whole, in queue order, while their pods fit
+//     it, and once one does not, no gang of that namespace behind it asks,
+//     so no autoscaler is asked for a gang that priority or FIFO would not
+//     run next within its namespace. Gangs of other namespaces ask beside
+//     them: no tenant's gangs hold another's share. A gang larger than the
+//     bound asks alone in its namespace: when it is its namespace's first
+//     to ask, it asks, and no gang of its namespace behind it does while
+//     its request stands. Under StrictFIFO only the head asks.
 //   - A request that stood --capacity-request-timeout without room for the
 //     whole gang, that the autoscaler refused, or that could not be made
 //     for that long (the namespace's quota is full), is withdrawn, and the
@@ -214,7 +217,9 @@ func (s *autoscaler) forget(key scheduling.GroupKey) {
 func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	budget := s.maxPods
+	// Each namespace has the bound to itself; under StrictFIFO one head
+	// closes every namespace.
+	shares := map[string]*askShare{}
 	closed := false
 	want := map[scheduling.GroupKey]autoscaling.Demand{}
 	var asked int32
@@ -243,7 +248,12 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			}
 			continue
 		}
-		if closed {
+		share := shares[v.Key.Namespace]
+		if share == nil {
+			share = &askShare{left: s.maxPods}
+			shares[v.Key.Namespace] = share
+		}
+		if closed || share.closed {
 			continue
 		}
 		d := gd.demand
@@ -252,14 +262,17 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			v.Message = admission.Truncate(fmt.Sprintf("cannot ask the autoscaler for room for %d pods with a %s request: %v; now: %s", d.Pods(), s.req.Kind(), err, v.Message))
 			continue
 		}
-		if d.Pods() > budget && (d.Pods() <= s.maxPods || asked > 0) {
-			closed = true
-			v.Message = admission.Truncate(fmt.Sprintf("waits to ask the autoscaler for room for %d pods: gangs ahead of it asked for %d of the %d pods asked for at once (--capacity-request-max-pods); now: %s",
-				d.Pods(), asked, s.maxPods, v.Message))
+		if d.Pods() > share.left && (d.Pods() <= s.maxPods || share.asked > 0) {
+			share.closed = true
+			v.Message = admission.Truncate(fmt.Sprintf("waits to ask the autoscaler for room for %d pods: gangs of its namespace ahead of it asked for %d of the %d pods a namespace asks for at once (--capacity-request-max-pods); now: %s",
+				d.Pods(), share.asked, s.maxPods, v.Message))
 			continue
 		}
-		if s.strict || d.Pods() > s.maxPods {
+		if s.strict {
 			closed = true
+		}
+		if d.Pods() > s.maxPods {
+			share.closed = true
 		}
 		st, has := s.req.State(v.Key)
 		if has && st.Hash == d.Hash {
@@ -294,7 +307,8 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			}
 			v.Message = admission.Truncate(msg + "; now: " + v.Message)
 		}
-		budget -= d.Pods()
+		share.left -= d.Pods()
+		share.asked += d.Pods()
 		asked += d.Pods()
 		want[v.Key] = d
 	}
@@ -317,6 +331,15 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 	}
 	s.want = want
 	s.metrics.PodsRequested(asked)
+}
+
+// askShare is what one namespace's gangs asked for in one plan.
+type askShare struct {
+	// left is what is left of the bound; asked, what its gangs asked for.
+	left, asked int32
+	// closed: a gang of the namespace did not fit what was left, or asked
+	// alone, and none behind it asks.
+	closed bool
 }
 
 // announceProvisioned records, once per request, that the room is there:

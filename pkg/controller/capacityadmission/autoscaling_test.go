@@ -121,11 +121,18 @@ func gpuPods(group string, n int) []*corev1.Pod {
 func TestAutoscalerPlan(t *testing.T) {
 	t0 := time.Unix(10000, 0)
 	timeout := 5 * time.Minute
-	waiting := func(key string) outcome {
-		return outcomeOf(capacity.Verdict{Key: gk("ns/" + key), Cause: capacity.CauseNoRoom, Message: "does not fit"})
+	// A gang's name is its group's in namespace ns, or namespace/name.
+	keyOf := func(name string) scheduling.GroupKey {
+		if strings.Contains(name, "/") {
+			return gk(name)
+		}
+		return gk("ns/" + name)
 	}
-	exceeds := func(key string) outcome {
-		return outcomeOf(capacity.Verdict{Key: gk("ns/" + key), Cause: capacity.CauseNeverFits, Message: "never fits"})
+	waiting := func(name string) outcome {
+		return outcomeOf(capacity.Verdict{Key: keyOf(name), Cause: capacity.CauseNoRoom, Message: "does not fit"})
+	}
+	exceeds := func(name string) outcome {
+		return outcomeOf(capacity.Verdict{Key: keyOf(name), Cause: capacity.CauseNeverFits, Message: "never fits"})
 	}
 	type gang struct {
 		name string
@@ -197,7 +204,34 @@ func TestAutoscalerPlan(t *testing.T) {
 			maxPods:    10,
 			wantWanted: []string{"a"},
 			wantReason: map[string]string{"big": scheduling.ReasonInsufficientCapacity, "c": scheduling.ReasonInsufficientCapacity},
-			wantMsg:    map[string]string{"big": "waits to ask the autoscaler for room for 12 pods: gangs ahead of it asked for 4 of the 10 pods asked for at once (--capacity-request-max-pods); now: does not fit"},
+			wantMsg:    map[string]string{"big": "waits to ask the autoscaler for room for 12 pods: gangs of its namespace ahead of it asked for 4 of the 10 pods a namespace asks for at once (--capacity-request-max-pods); now: does not fit"},
+			wantWork:   []string{"a"},
+		},
+		{
+			name:       "each namespace has the bound to itself: gangs of another namespace ask beside one that does not fit what is left",
+			gangs:      []gang{{"a", 8}, {"b", 4}, {"other/c", 8}, {"other/d", 2}, {"other/e", 1}},
+			verdicts:   []outcome{waiting("a"), waiting("b"), waiting("other/c"), waiting("other/d"), waiting("other/e")},
+			maxPods:    10,
+			wantWanted: []string{"a", "other/c", "other/d"},
+			wantReason: map[string]string{"b": scheduling.ReasonInsufficientCapacity, "other/c": scheduling.ReasonWaitingForNodes, "other/d": scheduling.ReasonWaitingForNodes, "other/e": scheduling.ReasonInsufficientCapacity},
+			wantWork:   []string{"a", "other/c", "other/d"},
+		},
+		{
+			name:       "a gang larger than the bound asks alone in its namespace only: another namespace's gang behind it asks too",
+			gangs:      []gang{{"big", 300}, {"b", 1}, {"other/c", 8}},
+			verdicts:   []outcome{waiting("big"), waiting("b"), waiting("other/c")},
+			maxPods:    10,
+			wantWanted: []string{"big", "other/c"},
+			wantReason: map[string]string{"big": scheduling.ReasonWaitingForNodes, "b": scheduling.ReasonInsufficientCapacity, "other/c": scheduling.ReasonWaitingForNodes},
+			wantMsg:    map[string]string{"other/c": "asking the autoscaler for room for 8 pods (Pods); now: does not fit"},
+			wantWork:   []string{"big", "other/c"},
+		},
+		{
+			name:       "StrictFIFO: only the head asks, whatever the namespace",
+			gangs:      []gang{{"a", 8}, {"other/b", 4}},
+			verdicts:   []outcome{waiting("a"), waiting("other/b")},
+			strict:     true,
+			wantWanted: []string{"a"},
 			wantWork:   []string{"a"},
 		},
 		{
@@ -339,8 +373,9 @@ func TestAutoscalerPlan(t *testing.T) {
 			s := newAutoscaler(opts, tc.strict, discardAnnounce, clocktesting.NewFakePassiveClock(t0), noMetrics{}, func() {})
 			defer s.work.ShutDown()
 			for _, g := range tc.gangs {
-				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.name, UID: types.UID("uid-" + g.name)}}
-				s.offer(gk("ns/"+g.name), pg, gpuPods(g.name, g.pods), nil)
+				key := keyOf(g.name)
+				pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: types.UID("uid-" + g.name)}}
+				s.offer(key, pg, gpuPods(key.Name, g.pods), nil)
 			}
 			for name, spec := range tc.states {
 				var have, of int32

@@ -208,8 +208,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"How long a gang's capacity request may stand without room for the whole gang, or fail to be made; then it is withdrawn, so that the autoscaler can take "+
 			"back the nodes it added, and made again after a backoff (1m, doubling up to 30m).")
 	fs.IntVar(&c.CapacityRequestMaxPods, "capacity-request-max-pods", c.CapacityRequestMaxPods,
-		"Most pods' room requested from the autoscaler at once, over all waiting gangs; gangs are served whole, in admission order, and a gang "+
-			"larger than this asks alone when it is first in line.")
+		"Most pods' room requested from the autoscaler at once by the waiting gangs of one namespace; a namespace's gangs are served whole, in "+
+			"admission order, and a gang larger than this asks alone when it is first in its namespace's line. Namespaces do not share it.")
 	fs.StringVar(&c.CapacityRequestImage, "capacity-request-image", c.CapacityRequestImage,
 		"Image of the capacity-request pods' one container, which never runs a workload. The policy muster-pod-creates allows "+
 			"registry.k8s.io/pause images only: change it too when you change this.")
