@@ -31,8 +31,8 @@ import (
 func TestAbuseStrictFIFOHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ownCluster(t, "--queueing-strategy=StrictFIFO")
-	bad := podsTenant(t, ctx, "mallory")
+	ownCluster(t, []string{"--queueing-strategy=StrictFIFO"})
+	bad := podsTenant(t, ctx, "mallory", 100)
 	good := tenant{ns: newNamespace(t, ctx, "tenant"), client: kube}
 
 	var head []*corev1.Pod
@@ -79,21 +79,25 @@ func TestAbuseStrictFIFOHead(t *testing.T) {
 
 // ownCluster starts a cluster of the test's own, with Muster's default
 // install (the webhook anonymous, as in the suite's cluster) and args
-// after the suite's, and points the suite's clients at it until the test
-// ends. The suite's tests run one at a time.
-func ownCluster(t *testing.T, args ...string) {
+// after the suite's, mods changing its options, and points the suite's
+// clients at it until the test ends. The suite's tests run one at a time.
+func ownCluster(t *testing.T, args []string, mods ...func(*cluster.Options)) {
 	t.Helper()
 	bin, err := cluster.DefaultBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cluster.StartForTest(t, cluster.Options{
+	opts := cluster.Options{
 		BinDir:           bin,
 		MusterBinary:     cluster.DefaultMusterBinary(bin),
 		MusterManifests:  cluster.DefaultMusterManifests(),
 		MusterArgs:       slices.Concat(musterArgs, args),
 		AnonymousWebhook: true,
-	})
+	}
+	for _, mod := range mods {
+		mod(&opts)
+	}
+	c := cluster.StartForTest(t, opts)
 	savedEnv, savedKube, savedMuster := env, kube, muster
 	cfg := rest.CopyConfig(c.Config)
 	cfg.QPS, cfg.Burst = 200, 400
@@ -102,11 +106,11 @@ func ownCluster(t *testing.T, args ...string) {
 }
 
 // podsTenant is a namespace where malloryUser may create pods and nothing
-// else, under a quota of 100 pods, without mallory's other quotas.
-func podsTenant(t *testing.T, ctx context.Context, prefix string) tenant {
+// else, under a quota of pods pods, without mallory's other quotas.
+func podsTenant(t *testing.T, ctx context.Context, prefix string, pods int64) tenant {
 	t.Helper()
 	ns := newNamespace(t, ctx, prefix)
-	podsOnly(t, ctx, ns, corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")})
+	podsOnly(t, ctx, ns, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)})
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: malloryUser}
 	return tenant{ns: ns, client: kubernetes.NewForConfigOrDie(cfg)}

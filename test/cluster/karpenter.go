@@ -12,9 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -291,4 +293,44 @@ func NewNodePool(name, nodeClass string, instanceTypes []string, limits corev1.R
 			},
 		},
 	}}
+}
+
+// CreateKarpenterPool creates a KWOKNodeClass and a NodePool, both named
+// name, that launch instanceTypes up to limits and remove a node as soon
+// as it is empty (Karpenter's disruption loop then takes 30-38s), and waits
+// until the NodePool is Ready: Karpenter provisions only from a Ready one.
+func (c *Cluster) CreateKarpenterPool(ctx context.Context, name string, instanceTypes []string, limits corev1.ResourceList) error {
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(KWOKNodeClassResource).Create(ctx, NewKWOKNodeClass(name, 0), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating KWOKNodeClass %s: %w", name, err)
+	}
+	if _, err := dyn.Resource(NodePoolResource).Create(ctx, NewNodePool(name, name, instanceTypes, limits, 0), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating NodePool %s: %w", name, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := dyn.Resource(NodePoolResource).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return ConditionStatus(p, "Ready") == "True", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for NodePool %s to be Ready: %w", name, err)
+	}
+	return nil
+}
+
+// ConditionStatus returns the status of an unstructured object's condition
+// of type typ, or "".
+func ConditionStatus(obj *unstructured.Unstructured, typ string) string {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return fmt.Sprint(m["status"])
+		}
+	}
+	return ""
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -62,39 +61,13 @@ func useCluster(t *testing.T, c *cluster.Cluster) {
 	t.Cleanup(func() { env, kube, muster = savedEnv, savedKube, savedMuster })
 }
 
-// karpenterPool creates a KWOKNodeClass and a NodePool, both named name,
-// that launch instanceTypes up to limits and remove a node as soon as it is
-// empty (Karpenter's disruption loop then takes 30-38s), and waits until
-// the NodePool is Ready: Karpenter provisions only from a Ready one.
+// karpenterPool creates a NodePool name and its KWOKNodeClass, and waits
+// until it is Ready (Cluster.CreateKarpenterPool).
 func karpenterPool(t *testing.T, ctx context.Context, name string, instanceTypes []string, limits corev1.ResourceList) {
 	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(env.Config)
-	if _, err := dyn.Resource(cluster.KWOKNodeClassResource).Create(ctx, cluster.NewKWOKNodeClass(name, 0), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating KWOKNodeClass %s: %v", name, err)
+	if err := env.CreateKarpenterPool(ctx, name, instanceTypes, limits); err != nil {
+		t.Fatal(err)
 	}
-	pool := cluster.NewNodePool(name, name, instanceTypes, limits, 0)
-	if _, err := dyn.Resource(cluster.NodePoolResource).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating NodePool %s: %v", name, err)
-	}
-	waitFor(t, ctx, "NodePool "+name+" to be Ready", func(ctx context.Context) (bool, error) {
-		p, err := dyn.Resource(cluster.NodePoolResource).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		return conditionStatus(p, "Ready") == "True", nil
-	})
-}
-
-// conditionStatus returns the status of an unstructured object's
-// condition of type typ, or "".
-func conditionStatus(obj *unstructured.Unstructured, typ string) string {
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return fmt.Sprint(m["status"])
-		}
-	}
-	return ""
 }
 
 // nodeClaims counts Karpenter's NodeClaims.
