@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -81,6 +82,17 @@ func (t *Tracker) SnapshotChanges(filters *Filters) (*Snapshot, Changes) {
 	defer t.mu.Unlock()
 	ch := t.changes
 	t.changes = noChanges()
+	return t.snapshotLocked(filters), ch
+}
+
+// SnapshotPending is SnapshotChanges for a what-if: the snapshot and a
+// copy of the changes the next cycle will take, which it leaves to it.
+func (t *Tracker) SnapshotPending(filters *Filters) (*Snapshot, Changes) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch := t.changes
+	ch.Freed = maps.Clone(ch.Freed)
+	ch.Requested = maps.Clone(ch.Requested)
 	return t.snapshotLocked(filters), ch
 }
 

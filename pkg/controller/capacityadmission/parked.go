@@ -67,6 +67,20 @@ func (q *admissionQueue) unparkHelped(ch capacity.Changes, s *capacity.Snapshot,
 	}
 }
 
+// helpedOf clears, in cands, the parked verdict of each gang that the
+// changes ch may help, as unparkHelped lets it go: the next cycle places
+// those again. The gangs due for their flush are not let go: parked, none
+// can fit on what the snapshot shows (TestParkingChangesNoDecision). It
+// leaves the queue as it was (WhatIf).
+func helpedOf(cands []capacity.Candidate, ch capacity.Changes, s *capacity.Snapshot, now time.Time) {
+	look := capacity.NewHintLook(ch, s, now)
+	for i := range cands {
+		if p := cands[i].Parked; p != nil && (ch.Requested[cands[i].Key] || look.Helps(p.Hint)) {
+			cands[i].Parked = nil
+		}
+	}
+}
+
 // park records the verdicts of a cycle: a gang with a hint is parked (or
 // stays parked, since it was), any other is placed again next cycle.
 // Called with q.mu held.

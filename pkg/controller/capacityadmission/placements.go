@@ -63,13 +63,21 @@ func (a *Mode) placeGang(g admission.Group, need int32, now time.Time) (admissio
 	if a.autoscale != nil {
 		a.autoscale.offer(g.Key, pg, toPlace, copies)
 	}
-	a.queue.offer(capacity.Candidate{
-		Key: g.Key, Priority: gangPriority(pg, g.Pods), Created: pg.CreationTimestamp.Time,
-		Pods: toPlace, Copies: copies, Need: int(max(need-released, 1)), Topology: gangTopology(pg),
-		Preempt: mayPreempt(g.Pods), Preempting: a.preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
-	})
+	a.queue.offer(a.gangCandidate(g, toPlace, copies, need-released))
 	w, _ := a.queue.waitReason(g.Key)
 	return admission.Decision{Reason: w.Reason, Message: w.Message}, false
+}
+
+// gangCandidate is what a waiting gang offers the admission cycle: its
+// pods to place, the copies of its pods created later, and how many of
+// them must fit at once (need, at least 1).
+func (a *Mode) gangCandidate(g admission.Group, toPlace []*corev1.Pod, copies []capacity.Copies, need int32) capacity.Candidate {
+	pg := g.PodGroup
+	return capacity.Candidate{
+		Key: g.Key, Priority: gangPriority(pg, g.Pods), Created: pg.CreationTimestamp.Time,
+		Pods: toPlace, Copies: copies, Need: int(max(need, 1)), Topology: gangTopology(pg),
+		Preempt: mayPreempt(g.Pods), Preempting: a.preemptingKeys(pg), PreemptedAt: preemptedAt(pg),
+	}
 }
 
 // placeJoiners is step 6's capacity check for an admitted group: pods that

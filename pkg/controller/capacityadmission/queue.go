@@ -150,6 +150,29 @@ func (q *admissionQueue) snapshot(withParked bool) []capacity.Candidate {
 	return out
 }
 
+// ahead is the candidates that come before c in admission order, each
+// parked one with its verdict, and how many candidates there are in all,
+// c's own group not counted. It leaves the queue as it was (WhatIf).
+func (q *admissionQueue) ahead(c *capacity.Candidate) (out []capacity.Candidate, all int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for key, qc := range q.candidates {
+		if key == c.Key {
+			continue
+		}
+		all++
+		if capacity.CompareCandidates(&qc, c) > 0 {
+			continue
+		}
+		if p, parked := q.parked[key]; parked {
+			v := p.verdict
+			qc.Parked = &v
+		}
+		out = append(out, qc)
+	}
+	return out, all
+}
+
 // empty reports whether no group waits.
 func (q *admissionQueue) empty() bool {
 	q.mu.Lock()
