@@ -153,8 +153,9 @@ all: build
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-build: ## Build bin/muster-apiserver, stamped with VERSION.
+build: ## Build bin/muster-apiserver and the kubectl plugin bin/kubectl-muster, stamped with VERSION.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/muster-apiserver ./cmd/muster-apiserver
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-muster ./cmd/kubectl-muster
 
 version: ## Print the version the binary, the image and the chart share.
 	@echo $(VERSION)
