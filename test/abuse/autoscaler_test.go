@@ -9,12 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
-	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/test/cluster"
 )
 
@@ -62,28 +60,13 @@ func TestAbuseAutoscalerOversizedGang(t *testing.T) {
 		t.Fatalf("mallory's group says %q, want it to ask for %s", asking.Message, want)
 	}
 
-	began := time.Now()
-	var gang []*corev1.Pod
-	for i := range 4 {
-		p := malloryPod(good.ns, fmt.Sprintf("behind-%d", i), "behind", map[string]string{scheduling.MinCountAnnotation: "4"})
+	admitted := admitBehind(t, ctx, good, 4, 2*time.Minute, func(p *corev1.Pod) {
 		p.Spec.NodeSelector = map[string]string{"karpenter.sh/nodepool": pool}
-		gang = append(gang, p)
-	}
-	if accepted, _, first := createAll(ctx, good, gang); accepted != len(gang) {
-		t.Fatalf("the well-behaved gang: %d of %d pods created: %v", accepted, len(gang), first)
-	}
-	if _, err := waitAdmittedReason(ctx, 2*time.Minute, good.ns, "behind", metav1.ConditionTrue, scheduling.ReasonGangFits); err != nil {
-		t.Fatalf("the well-behaved gang behind mallory's oversized one never got room: %v", err)
-	}
-	admitted := time.Since(began)
+	})
 
 	// mallory's request still stands: the gang behind it did not wait for
 	// it to end.
-	pg, err := muster.SchedulingV1alpha1().PodGroups(bad.ns).Get(ctx, "oversized", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); c == nil || c.Reason != scheduling.ReasonWaitingForNodes {
+	if c := admittedOf(t, ctx, bad.ns, "oversized"); c == nil || c.Reason != scheduling.ReasonWaitingForNodes {
 		t.Errorf("mallory's gang no longer asks (%v): the test did not show the two asking at once", c)
 	}
 	pods, err := kube.CoreV1().Pods(good.ns).List(ctx, metav1.ListOptions{})

@@ -54,27 +54,46 @@ func TestAbuseStrictFIFOHead(t *testing.T) {
 		t.Errorf("mallory's group says %q, want it to say that it can never fit", skipped.Message)
 	}
 
-	began := time.Now()
-	var gang []*corev1.Pod
-	for i := range 3 {
-		gang = append(gang, malloryPod(good.ns, fmt.Sprintf("behind-%d", i), "behind", map[string]string{scheduling.MinCountAnnotation: "3"}))
-	}
-	if accepted, _, first := createAll(ctx, good, gang); accepted != len(gang) {
-		t.Fatalf("the well-behaved gang: %d of %d pods created: %v", accepted, len(gang), first)
-	}
-	if _, err := waitAdmittedReason(ctx, time.Minute, good.ns, "behind", metav1.ConditionTrue, scheduling.ReasonGangFits); err != nil {
-		t.Fatalf("the well-behaved gang behind mallory's head was never admitted: %v", err)
-	}
-	admitted := time.Since(began)
-	pg, err := muster.SchedulingV1alpha1().PodGroups(bad.ns).Get(ctx, "unreachable", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted); c == nil || c.Status != metav1.ConditionFalse {
+	admitted := admitBehind(t, ctx, good, 3, time.Minute, nil)
+	if c := admittedOf(t, ctx, bad.ns, "unreachable"); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("mallory's gang, which can never fit, is %v", c)
 	}
 	t.Logf("mallory's head said %q; the gang behind it was admitted %v after its pods were created",
 		skipped.Message, admitted.Round(time.Millisecond))
+}
+
+// admitBehind creates a well-behaved gang of n pods named behind-<i>, each
+// changed by mod, behind what mallory put in the queue, waits up to
+// timeout until it is admitted, and returns how long that took from the
+// creation of its pods.
+func admitBehind(t *testing.T, ctx context.Context, good tenant, n int, timeout time.Duration, mod func(*corev1.Pod)) time.Duration {
+	t.Helper()
+	began := time.Now()
+	var gang []*corev1.Pod
+	for i := range n {
+		p := malloryPod(good.ns, fmt.Sprintf("behind-%d", i), "behind", map[string]string{scheduling.MinCountAnnotation: fmt.Sprint(n)})
+		if mod != nil {
+			mod(p)
+		}
+		gang = append(gang, p)
+	}
+	if accepted, _, first := createAll(ctx, good, gang); accepted != len(gang) {
+		t.Fatalf("the well-behaved gang: %d of %d pods created: %v", accepted, len(gang), first)
+	}
+	if _, err := waitAdmittedReason(ctx, timeout, good.ns, "behind", metav1.ConditionTrue, scheduling.ReasonGangFits); err != nil {
+		t.Fatalf("the well-behaved gang behind mallory's was never admitted: %v", err)
+	}
+	return time.Since(began)
+}
+
+// admittedOf is a group's Admitted condition, nil when it has none.
+func admittedOf(t *testing.T, ctx context.Context, ns, name string) *metav1.Condition {
+	t.Helper()
+	pg, err := muster.SchedulingV1alpha1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.ConditionAdmitted)
 }
 
 // ownCluster starts a cluster of the test's own, with Muster's default
