@@ -112,19 +112,27 @@ func (c *Cluster) startMusterReplicasFromChart(ctx context.Context, n int, repli
 }
 
 // runMusterOnChartPorts runs one replica on the ports the chart was
-// installed with and waits until it is ready. The ports are in the
-// chart's values, so a port taken between freePorts and the listen (by
-// another test cluster's outgoing connection, which holds it for a
-// moment) is waited for, not replaced: the replica is started again on
-// the same ports, a few times, a second apart.
+// installed with and waits until it is ready (onPortsOnceFree).
 func (c *Cluster) runMusterOnChartPorts(ctx context.Context, name string, ports []int) (*process, error) {
+	return onPortsOnceFree(ctx, name, ports,
+		func() (*process, error) { return c.runMuster(name, ports) },
+		func(p *process) error { return c.musterReady(ctx, p, ports) })
+}
+
+// onPortsOnceFree starts a process (start) on fixed ports and waits until
+// it is ready. The ports are in the chart's values, so a port taken
+// between freePorts and the listen (by another test cluster's outgoing
+// connection, which holds it for a moment) is waited for, not replaced:
+// the process is started again on the same ports, a few times, a second
+// apart.
+func onPortsOnceFree(ctx context.Context, name string, ports []int, start func() (*process, error), ready func(*process) error) (*process, error) {
 	const attempts = 5
 	for i := 1; ; i++ {
-		p, err := c.runMuster(name, ports)
+		p, err := start()
 		if err != nil {
 			return nil, err
 		}
-		err = c.musterReady(ctx, p, ports)
+		err = ready(p)
 		if err == nil {
 			return p, nil
 		}

@@ -55,12 +55,12 @@ func (c *Cluster) readWebhookPod(ctx context.Context) (*podProcess, error) {
 // until it stops, as the kubelet updates a Secret volume.
 func (c *Cluster) startWebhook(ctx context.Context, pod *podProcess, name string, port int) (*webhookProcess, error) {
 	args := append(append([]string{}, pod.args...), "--webhook-port="+strconv.Itoa(port))
-	p, err := startProcessEnv(name, c.opts.MusterBinary, append(args, pod.inCluster...), pod.env, c.logDir())
+	p, err := onPortsOnceFree(ctx, name, []int{port},
+		func() (*process, error) {
+			return startProcessEnv(name, c.opts.MusterBinary, append(args, pod.inCluster...), pod.env, c.logDir())
+		},
+		func(p *process) error { return c.webhookReady(ctx, p, port) })
 	if err != nil {
-		return nil, err
-	}
-	if err := c.webhookReady(ctx, p, port); err != nil {
-		p.stop()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	c.track(p)
