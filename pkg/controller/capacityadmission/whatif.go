@@ -2,6 +2,7 @@ package capacityadmission
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,9 +31,11 @@ type WhatIf struct {
 	// each pod goes (Assignments, by the pods given), or why it waits
 	// (Cause and Message), or the victims it would preempt.
 	Verdict capacity.Verdict
-	// Position is the gang's place in admission order among the gangs
-	// that wait now, from 1; Waiting counts those gangs, the gang
-	// included. Ahead are the keys of the gangs before it, in order.
+	// Position is the gang's place in admission order among the groups
+	// in the admission queue now (gangs that wait, and admitted groups
+	// placing pods that joined them, which go first among equal
+	// priority), from 1; Waiting counts those groups, the gang included.
+	// Ahead are the keys of the groups before it, in admission order.
 	Position, Waiting int
 	Ahead             []scheduling.GroupKey
 }
@@ -52,6 +55,7 @@ func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now
 	c := a.gangCandidate(g, toPlace, laterCopies(pg, g.LaterMissing()), need-int32(free))
 
 	ahead, all := a.queue.ahead(&c)
+	slices.SortFunc(ahead, func(x, y capacity.Candidate) int { return capacity.CompareCandidates(&x, &y) })
 	observed := a.observedOnly(ahead)
 	out := WhatIf{Position: len(ahead) + 1, Waiting: all + 1}
 	for i := range ahead {

@@ -50,6 +50,7 @@ func TestWhatIfIsWhatAdmissionDoes(t *testing.T) {
 		wantVictims  []string
 		wantPosition int
 		wantWaiting  int
+		wantAhead    []string
 	}{
 		{
 			name: "fits at once", nodes: 4, running: 2000,
@@ -60,19 +61,25 @@ func TestWhatIfIsWhatAdmissionDoes(t *testing.T) {
 			name: "does not fit: a gang ahead of it takes the room that came", added: 4,
 			waiting:   []gang{{"first", 4, 3000, 0}},
 			ask:       gang{"ask", 2, 2000, 0},
-			wantCause: capacity.CauseNoRoom, wantPosition: 2, wantWaiting: 2,
+			wantCause: capacity.CauseNoRoom, wantPosition: 2, wantWaiting: 2, wantAhead: []string{"first"},
 		},
 		{
 			name: "fits beside a waiting gang that does not fit", nodes: 4, running: 2000,
 			waiting:   []gang{{"big", 4, 4000, 0}},
 			ask:       gang{"ask", 4, 1000, 0},
-			wantAdmit: true, wantPosition: 2, wantWaiting: 2,
+			wantAdmit: true, wantPosition: 2, wantWaiting: 2, wantAhead: []string{"big"},
 		},
 		{
 			name: "goes ahead of gangs of lower priority", added: 2,
 			waiting:   []gang{{"low-1", 2, 3000, 0}, {"low-2", 2, 3000, 0}},
 			ask:       gang{"ask", 2, 3000, 10},
 			wantAdmit: true, wantPosition: 1, wantWaiting: 3,
+		},
+		{
+			name: "behind two gangs of its priority, in their order", added: 2,
+			waiting:   []gang{{"low-1", 2, 3000, 0}, {"low-2", 2, 3000, 0}},
+			ask:       gang{"ask", 2, 3000, 0},
+			wantCause: capacity.CauseNoRoom, wantPosition: 3, wantWaiting: 3, wantAhead: []string{"low-1", "low-2"},
 		},
 		{
 			name: "preempts a gang of lower priority", nodes: 2,
@@ -84,7 +91,7 @@ func TestWhatIfIsWhatAdmissionDoes(t *testing.T) {
 			name: "StrictFIFO: queued behind a head that does not fit now", nodes: 2, running: 2000, strategy: capacity.StrictFIFO,
 			waiting:   []gang{{"head", 2, 3000, 0}},
 			ask:       gang{"ask", 1, 1000, 0},
-			wantCause: capacity.CauseQueued, wantPosition: 2, wantWaiting: 2,
+			wantCause: capacity.CauseQueued, wantPosition: 2, wantWaiting: 2, wantAhead: []string{"head"},
 		},
 	}
 	for _, tt := range tests {
@@ -143,8 +150,15 @@ func TestWhatIfIsWhatAdmissionDoes(t *testing.T) {
 			if v := victimKeys(got.Verdict); !slices.Equal(v, tt.wantVictims) {
 				t.Errorf("what-if victims %v, want %v", v, tt.wantVictims)
 			}
-			if got.Position != tt.wantPosition || got.Waiting != tt.wantWaiting {
-				t.Errorf("what-if: position %d of %d, want %d of %d", got.Position, got.Waiting, tt.wantPosition, tt.wantWaiting)
+			if got.Position != tt.wantPosition || got.Waiting != tt.wantWaiting || len(got.Ahead) != got.Position-1 {
+				t.Errorf("what-if: position %d of %d, %d ahead; want %d of %d", got.Position, got.Waiting, len(got.Ahead), tt.wantPosition, tt.wantWaiting)
+			}
+			var ahead []string
+			for _, k := range got.Ahead {
+				ahead = append(ahead, k.Name)
+			}
+			if !slices.Equal(ahead, tt.wantAhead) {
+				t.Errorf("what-if: ahead %v, want %v", ahead, tt.wantAhead)
 			}
 
 			// Then the same gang is created, and admission runs its cycle.
