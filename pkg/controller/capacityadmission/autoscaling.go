@@ -162,6 +162,16 @@ func (s *autoscaler) offer(key scheduling.GroupKey, pg *v1alpha1.PodGroup, pods 
 	if ok && old.demand.UID == pg.UID && old.copies == n && slices.Equal(old.uids, uids) {
 		return
 	}
+	d := s.demandOf(pg, pods, copies)
+	s.mu.Lock()
+	s.demands[key] = groupDemand{uids: uids, copies: n, demand: d}
+	s.mu.Unlock()
+}
+
+// demandOf is what a gang asks an autoscaler for: room for its pods and
+// for the copies of its pods created later, in one domain when its
+// topology asks for one.
+func (s *autoscaler) demandOf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, copies []capacity.Copies) autoscaling.Demand {
 	all := append([]*corev1.Pod(nil), pods...)
 	for _, c := range copies {
 		for range c.Count {
@@ -172,10 +182,49 @@ func (s *autoscaler) offer(key scheduling.GroupKey, pg *v1alpha1.PodGroup, pods 
 	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
 		sets, hash = autoscaling.InOneDomain(sets, pg.Name, c.Topology[0].Key)
 	}
-	d := autoscaling.Demand{Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID, PodSets: sets, Hash: hash}
+	return autoscaling.Demand{Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID, PodSets: sets, Hash: hash}
+}
+
+// WhatIfAsk is what the autoscaler would be asked for a gang (WhatIf).
+type WhatIfAsk struct {
+	// Asks says that the gang would ask for room for Pods pods with a
+	// request of Kind; otherwise Why says why it would not.
+	Asks bool
+	Pods int32
+	Kind string
+	Why  string
+}
+
+// wouldAsk is what the next plan would decide for a gang that does not
+// exist yet, given its verdict and the groups ahead of it in admission
+// order: plan's rules, with its namespace's share taken by the requests
+// the gangs of its namespace ahead of it hold now.
+func (s *autoscaler) wouldAsk(v capacity.Verdict, d autoscaling.Demand, ahead []scheduling.GroupKey) WhatIfAsk {
+	switch {
+	case v.Admit:
+		return WhatIfAsk{Why: "it fits: nothing to ask"}
+	case len(v.Victims) > 0 || (v.Cause != capacity.CauseNoRoom && v.Cause != capacity.CauseNeverFits):
+		return WhatIfAsk{Why: "it asks only while it waits for room"}
+	}
+	if err := s.req.Check(d); err != nil {
+		return WhatIfAsk{Why: fmt.Sprintf("cannot ask the autoscaler for room for %d pods with a %s request: %v", d.Pods(), s.req.Kind(), err)}
+	}
 	s.mu.Lock()
-	s.demands[key] = groupDemand{uids: uids, copies: n, demand: d}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	share := &askShare{left: s.maxPods}
+	for _, k := range ahead {
+		if w, ok := s.want[k]; ok && k.Namespace == d.Namespace {
+			share.take(w.Pods())
+			if w.Pods() > s.maxPods {
+				return WhatIfAsk{Why: fmt.Sprintf("waits to ask the autoscaler: %s, ahead of it in its namespace, asks alone for %d pods, more than the %d pods a namespace asks for at once (--capacity-request-max-pods)",
+					k.Name, w.Pods(), s.maxPods)}
+			}
+		}
+	}
+	if !share.fits(d.Pods(), s.maxPods) {
+		return WhatIfAsk{Why: s.waitsToAsk(d, share)}
+	}
+	return WhatIfAsk{Asks: true, Pods: d.Pods(), Kind: s.req.Kind()}
 }
 
 // forget drops what is known of a group that is gone, or no longer waits;
@@ -262,10 +311,9 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			v.Message = admission.Truncate(fmt.Sprintf("cannot ask the autoscaler for room for %d pods with a %s request: %v; now: %s", d.Pods(), s.req.Kind(), err, v.Message))
 			continue
 		}
-		if d.Pods() > share.left && (d.Pods() <= s.maxPods || share.asked > 0) {
+		if !share.fits(d.Pods(), s.maxPods) {
 			share.closed = true
-			v.Message = admission.Truncate(fmt.Sprintf("waits to ask the autoscaler for room for %d pods: gangs of its namespace ahead of it asked for %d of the %d pods a namespace asks for at once (--capacity-request-max-pods); now: %s",
-				d.Pods(), share.asked, s.maxPods, v.Message))
+			v.Message = admission.Truncate(s.waitsToAsk(d, share) + "; now: " + v.Message)
 			continue
 		}
 		if s.strict {
@@ -307,8 +355,7 @@ func (s *autoscaler) plan(verdicts []outcome, now time.Time) {
 			}
 			v.Message = admission.Truncate(msg + "; now: " + v.Message)
 		}
-		share.left -= d.Pods()
-		share.asked += d.Pods()
+		share.take(d.Pods())
 		asked += d.Pods()
 		want[v.Key] = d
 	}
@@ -340,6 +387,26 @@ type askShare struct {
 	// closed: a gang of the namespace did not fit what was left, or asked
 	// alone, and none behind it asks.
 	closed bool
+}
+
+// fits says whether a gang of n pods may ask from what is left of the
+// share, of a bound of max: within it, or alone, larger than the bound,
+// when no gang of the namespace asked before it.
+func (sh *askShare) fits(n, max int32) bool {
+	return n <= sh.left || (n > max && sh.asked == 0)
+}
+
+// take counts a gang of n pods that asks.
+func (sh *askShare) take(n int32) {
+	sh.left -= n
+	sh.asked += n
+}
+
+// waitsToAsk says why a gang waits to ask: the gangs of its namespace
+// ahead of it hold the share.
+func (s *autoscaler) waitsToAsk(d autoscaling.Demand, sh *askShare) string {
+	return fmt.Sprintf("waits to ask the autoscaler for room for %d pods: gangs of its namespace ahead of it asked for %d of the %d pods a namespace asks for at once (--capacity-request-max-pods)",
+		d.Pods(), sh.asked, s.maxPods)
 }
 
 // announceProvisioned records, once per request, that the room is there:

@@ -22,7 +22,8 @@ import (
 // snapshot of the cluster as admission sees it. The snapshot is its own
 // and is thrown away, and the gangs ahead that the next cycle would place
 // again (parked.go) are placed again in it: nothing is written, reserved, assumed or recorded,
-// the queue is left as it was, and no autoscaler is asked. The gangs behind
+// the queue is left as it was, and no autoscaler is asked (what would be
+// asked of it is said). The gangs behind
 // it in the order cannot change its verdict, so they are left out.
 
 // WhatIf is the answer for one gang.
@@ -38,11 +39,14 @@ type WhatIf struct {
 	// Ahead are the keys of the groups before it, in admission order.
 	Position, Waiting int
 	Ahead             []scheduling.GroupKey
+	// Ask is what the autoscaler would be asked for the gang, when Muster
+	// asks one (nil otherwise): plan's rules, on the requests that stand.
+	Ask *WhatIfAsk
 }
 
 // WhatIf runs the cycle a gang would meet if it were created now: pg is
-// its group as it would be stored (created now, whatever pg says), pods its pods as kube-apiserver would admit them (priority
-// resolved), need how many of them must be placed at once. Pods need no
+// its group as it would be stored (created now, whatever pg says), pods
+// its pods as kube-apiserver would admit them (priority resolved), need how many of them must be placed at once. Pods need no
 // UID; they get one of their own for the snapshot.
 func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now time.Time) WhatIf {
 	pg = pg.DeepCopy()
@@ -84,6 +88,10 @@ func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now
 	for _, v := range verdicts {
 		if v.Key == key {
 			out.Verdict = v
+			if a.autoscale != nil {
+				ask := a.autoscale.wouldAsk(v, a.autoscale.demandOf(pg, c.Pods, c.Copies), out.Ahead)
+				out.Ask = &ask
+			}
 			return out
 		}
 	}

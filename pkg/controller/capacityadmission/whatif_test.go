@@ -3,6 +3,7 @@ package capacityadmission
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
 	"github.com/muster-dev/muster/pkg/controller/admission"
+	"github.com/muster-dev/muster/pkg/controller/autoscaling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
@@ -24,12 +26,6 @@ import (
 // it meets the room the what-if saw.
 func TestWhatIfIsWhatAdmissionDoes(t *testing.T) {
 	f := testFilters(t)
-	type gang struct {
-		name     string
-		pods     int
-		milli    int64
-		priority int32
-	}
 	tests := []struct {
 		name string
 		// nodes of 4 CPU; running holds milli CPU on each, unmanaged.
@@ -176,6 +172,15 @@ func TestWhatIfIsWhatAdmissionDoes(t *testing.T) {
 	}
 }
 
+// gang is a gang a what-if test creates or asks about: pods of milli CPU
+// each, of a priority.
+type gang struct {
+	name     string
+	pods     int
+	milli    int64
+	priority int32
+}
+
 // askedGang is a gang's group and pods as a what-if is given them: not
 // created, so with no UID and no creation time.
 func askedGang(name string, n int, milli int64, priority int32) (*v1alpha1.PodGroup, []*corev1.Pod) {
@@ -197,17 +202,95 @@ func submit(w *world, name string, n int, milli int64, priority int32) schedulin
 
 func submitAt(w *world, name string, n int, milli int64, priority int32, created time.Time) scheduling.GroupKey {
 	pg, pods := askedGang(name, n, milli, priority)
-	pg.UID, pg.CreationTimestamp = types.UID("uid-"+name), metav1.NewTime(created)
-	key := scheduling.GroupKey{Namespace: "ns", Name: name}
+	return submitGang(w, pg, pods, created)
+}
+
+// submitGang creates the gang pg and pods at created, as the group's sync
+// offers it.
+func submitGang(w *world, pg *v1alpha1.PodGroup, pods []*corev1.Pod, created time.Time) scheduling.GroupKey {
+	pg.UID, pg.CreationTimestamp = types.UID("uid-"+pg.Namespace+"-"+pg.Name), metav1.NewTime(created)
+	key := scheduling.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
 	for _, p := range pods {
-		p.UID = types.UID("uid-" + p.Name)
+		p.UID = types.UID("uid-" + p.Namespace + "-" + p.Name)
 		p.ResourceVersion = w.nextRV()
 		w.mode.tracker.SetManagedPod(key, p, true)
 	}
 	w.pods[key] = pods
-	g := admission.Group{Key: key, PodGroup: pg, Pods: pods, Gated: pods, Present: int32(n), Active: int32(n)}
-	w.mode.AdmitGang(g, int32(n), 0, created)
+	g := admission.Group{Key: key, PodGroup: pg, Pods: pods, Gated: pods, Present: int32(len(pods)), Active: int32(len(pods))}
+	w.mode.AdmitGang(g, int32(len(pods)), 0, created)
 	return key
+}
+
+// askedIn is askedGang in namespace ns.
+func askedIn(ns string, g gang) (*v1alpha1.PodGroup, []*corev1.Pod) {
+	pg, pods := askedGang(g.name, g.pods, g.milli, g.priority)
+	pg.Namespace = ns
+	for _, p := range pods {
+		p.Namespace = ns
+	}
+	return pg, pods
+}
+
+// TestWhatIfAsksAsPlanDoes: with an autoscaler, a what-if says what the
+// gang would ask of it, and the plan after the gang is created asks just
+// that: room for its pods, or nothing, and why.
+func TestWhatIfAsksAsPlanDoes(t *testing.T) {
+	f := testFilters(t)
+	tests := []struct {
+		name string
+		// nodes of 4 CPU; ahead are gangs of 4 pods of 3 CPU in namespace
+		// ns, created first, each asking for room.
+		nodes, ahead int
+		ask          gang
+		namespace    string
+		wantAsks     bool
+		wantWhy      string
+	}{
+		{name: "a gang that does not fit asks for its pods", nodes: 1, ask: gang{"ask", 2, 3000, 0}, namespace: "ns", wantAsks: true},
+		{name: "it fits: nothing to ask", nodes: 2, ask: gang{"ask", 2, 3000, 0}, namespace: "ns", wantWhy: "it fits"},
+		{name: "behind a gang of its namespace that holds the share", nodes: 1, ahead: 1, ask: gang{"ask", 2, 3000, 0}, namespace: "ns",
+			wantWhy: "gangs of its namespace ahead of it asked for 4 of the 4 pods"},
+		{name: "a gang of another namespace asks beside it", nodes: 1, ahead: 1, ask: gang{"ask", 2, 3000, 0}, namespace: "other", wantAsks: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(f)
+			w.mode.strategy = capacity.BestEffortFIFO
+			req := &fakeRequester{states: map[scheduling.GroupKey]autoscaling.State{}}
+			opts := defaultAutoscaling(req)
+			opts.MaxPods = 4
+			w.mode.autoscale = newAutoscaler(opts, false, discardAnnounce, w.clk, noMetrics{}, func() {})
+			defer w.mode.autoscale.work.ShutDown()
+			for i := range tt.nodes {
+				w.mode.setNode(testNode(fmt.Sprintf("n%d", i), 4, "a"))
+			}
+			for i := range tt.ahead {
+				submit(w, fmt.Sprintf("first-%d", i), 4, 3000, 0)
+			}
+			w.mode.admitCycle()
+			w.clk.SetTime(w.clk.Now().Add(time.Second))
+			now := w.clk.Now()
+
+			pg, pods := askedIn(tt.namespace, tt.ask)
+			got := w.mode.WhatIf(pg, pods, int32(tt.ask.pods), now).Ask
+			if got == nil {
+				t.Fatal("what-if with an autoscaler said nothing of it")
+			}
+			if got.Asks != tt.wantAsks || !strings.Contains(got.Why, tt.wantWhy) || (got.Asks && got.Pods != int32(tt.ask.pods)) {
+				t.Errorf("what-if: asks %v for %d pods (%q); want asks %v, saying %q", got.Asks, got.Pods, got.Why, tt.wantAsks, tt.wantWhy)
+			}
+
+			pg, pods = askedIn(tt.namespace, tt.ask)
+			key := submitGang(w, pg, pods, now)
+			w.mode.admitCycle()
+			w.mode.autoscale.mu.Lock()
+			d, wanted := w.mode.autoscale.want[key]
+			w.mode.autoscale.mu.Unlock()
+			if wanted != got.Asks || (wanted && d.Pods() != got.Pods) {
+				t.Errorf("the what-if said asks %v for %d pods; the plan then wanted %v (%d pods)", got.Asks, got.Pods, wanted, d.Pods())
+			}
+		})
+	}
 }
 
 // summary is a verdict as the test compares it: the pods by name, not
