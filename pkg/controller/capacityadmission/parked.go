@@ -3,6 +3,7 @@ package capacityadmission
 import (
 	"time"
 
+	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/controller/capacity"
 )
 
@@ -55,7 +56,7 @@ func (q *admissionQueue) unparkHelped(ch capacity.Changes, s *capacity.Snapshot,
 	q.flushedAt = now
 	for key, p := range q.parked {
 		switch {
-		case ch.Requested[key] || look.Helps(p.verdict.Hint):
+		case helped(look, ch, key, p.verdict):
 			delete(q.parked, key)
 		case now.Sub(p.since) < parkedFlush:
 		case q.flushTokens >= 1:
@@ -75,10 +76,17 @@ func (q *admissionQueue) unparkHelped(ch capacity.Changes, s *capacity.Snapshot,
 func helpedOf(cands []capacity.Candidate, ch capacity.Changes, s *capacity.Snapshot, now time.Time) {
 	look := capacity.NewHintLook(ch, s, now)
 	for i := range cands {
-		if p := cands[i].Parked; p != nil && (ch.Requested[cands[i].Key] || look.Helps(p.Hint)) {
+		if p := cands[i].Parked; p != nil && helped(look, ch, cands[i].Key, *p) {
 			cands[i].Parked = nil
 		}
 	}
+}
+
+// helped says whether the changes ch, looked at through look, may help a
+// gang parked with verdict v, or it asked for them (its capacity-request
+// pods changed): then the next cycle places it again.
+func helped(look *capacity.HintLook, ch capacity.Changes, key scheduling.GroupKey, v capacity.Verdict) bool {
+	return ch.Requested[key] || look.Helps(v.Hint)
 }
 
 // park records the verdicts of a cycle: a gang with a hint is parked (or

@@ -254,14 +254,7 @@ func (a *Mode) admitCycle() {
 	snap, changes := a.tracker.SnapshotChanges(a.filters)
 	a.queue.unparkHelped(changes, snap, start)
 	cands := a.observedOnly(a.queue.snapshot(a.strategy == capacity.StrictFIFO || a.autoscale != nil))
-	opts := capacity.Options{Strategy: a.strategy, Now: start, MinRuntime: a.preemptionMinRuntime}
-	if a.preemption {
-		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
-	}
-	if a.autoscale != nil {
-		opts.Requests, opts.Autoscaling = a.tracker.Requests, true
-	}
-	verdicts := outcomesOf(capacity.Admit(snap, cands, opts))
+	verdicts := outcomesOf(capacity.Admit(snap, cands, a.cycleOptions(start)))
 	if a.autoscale != nil {
 		a.autoscale.plan(verdicts, start)
 	}
@@ -277,6 +270,19 @@ func (a *Mode) admitCycle() {
 	for _, key := range changed {
 		a.enqueue(key)
 	}
+}
+
+// cycleOptions are an admission cycle's settings at now, for the leader's
+// cycles and for a what-if alike.
+func (a *Mode) cycleOptions(now time.Time) capacity.Options {
+	opts := capacity.Options{Strategy: a.strategy, Now: now, MinRuntime: a.preemptionMinRuntime}
+	if a.preemption {
+		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
+	}
+	if a.autoscale != nil {
+		opts.Requests, opts.Autoscaling = a.tracker.Requests, true
+	}
+	return opts
 }
 
 func assignedNodes(v capacity.Verdict) map[types.UID]string {

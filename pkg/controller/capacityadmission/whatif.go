@@ -19,12 +19,12 @@ import (
 // exist yet. The gang meets the cycle it would meet if it were created
 // now: the gangs waiting now that come before it in admission order (a
 // new gang comes after every gang of its priority that waits), on a
-// snapshot of the cluster as admission sees it. The snapshot is its own
-// and is thrown away, and the gangs ahead that the next cycle would place
-// again (parked.go) are placed again in it: nothing is written, reserved, assumed or recorded,
-// the queue is left as it was, and no autoscaler is asked (what would be
-// asked of it is said). The gangs behind
-// it in the order cannot change its verdict, so they are left out.
+// snapshot of the cluster as admission sees it, with the parked gangs
+// that the next cycle would place again (parked.go) placed again. The
+// snapshot is its own and is thrown away: nothing is written, reserved,
+// assumed or recorded, the queue is left as it was, and no autoscaler is
+// asked (what would be asked of it is said). The gangs behind it in the
+// order cannot change its verdict, so they are left out.
 
 // WhatIf is the answer for one gang.
 type WhatIf struct {
@@ -46,8 +46,9 @@ type WhatIf struct {
 
 // WhatIf runs the cycle a gang would meet if it were created now: pg is
 // its group as it would be stored (created now, whatever pg says), pods
-// its pods as kube-apiserver would admit them (priority resolved), need how many of them must be placed at once. Pods need no
-// UID; they get one of their own for the snapshot.
+// its pods as kube-apiserver would admit them (priority resolved), need
+// how many of them must be placed at once. Pods need no UID; they get one
+// of their own for the snapshot.
 func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now time.Time) WhatIf {
 	pg = pg.DeepCopy()
 	// As kube-apiserver stores it: to the second.
@@ -77,14 +78,7 @@ func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now
 	// in the next cycle: they are placed again here too.
 	snap, changes := a.tracker.SnapshotPending(a.filters)
 	helpedOf(ahead, changes, snap, now)
-	opts := capacity.Options{Strategy: a.strategy, Now: now, MinRuntime: a.preemptionMinRuntime}
-	if a.preemption {
-		opts.Victims = func() capacity.Pool { return a.tracker.Victims(a.preemptUnmanaged) }
-	}
-	if a.autoscale != nil {
-		opts.Requests, opts.Autoscaling = a.tracker.Requests, true
-	}
-	verdicts := capacity.Admit(snap, append(ahead, c), opts)
+	verdicts := capacity.Admit(snap, append(ahead, c), a.cycleOptions(now))
 	for _, v := range verdicts {
 		if v.Key == key {
 			out.Verdict = v
