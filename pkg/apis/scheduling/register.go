@@ -34,6 +34,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&WorkloadList{},
 		&PodGroup{},
 		&PodGroupList{},
+		&WhatIfReview{},
+		&PendingPodGroup{},
+		&PendingPodGroupList{},
 	)
 	return nil
 }

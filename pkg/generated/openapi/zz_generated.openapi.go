@@ -36,6 +36,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.BasicSchedulingPolicy{}.OpenAPIModelName():         schema_pkg_apis_scheduling_v1alpha1_BasicSchedulingPolicy(ref),
 		v1alpha1.GangSchedulingPolicy{}.OpenAPIModelName():          schema_pkg_apis_scheduling_v1alpha1_GangSchedulingPolicy(ref),
+		v1alpha1.PendingPodGroup{}.OpenAPIModelName():               schema_pkg_apis_scheduling_v1alpha1_PendingPodGroup(ref),
+		v1alpha1.PendingPodGroupList{}.OpenAPIModelName():           schema_pkg_apis_scheduling_v1alpha1_PendingPodGroupList(ref),
 		v1alpha1.PodGroup{}.OpenAPIModelName():                      schema_pkg_apis_scheduling_v1alpha1_PodGroup(ref),
 		v1alpha1.PodGroupList{}.OpenAPIModelName():                  schema_pkg_apis_scheduling_v1alpha1_PodGroupList(ref),
 		v1alpha1.PodGroupPreemption{}.OpenAPIModelName():            schema_pkg_apis_scheduling_v1alpha1_PodGroupPreemption(ref),
@@ -50,12 +52,20 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PodGroupTemplate{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PodGroupTemplate(ref),
 		v1alpha1.PodPlacement{}.OpenAPIModelName():                  schema_pkg_apis_scheduling_v1alpha1_PodPlacement(ref),
 		v1alpha1.PreemptionVictim{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_PreemptionVictim(ref),
+		v1alpha1.QueuePosition{}.OpenAPIModelName():                 schema_pkg_apis_scheduling_v1alpha1_QueuePosition(ref),
+		v1alpha1.QueuedCount{}.OpenAPIModelName():                   schema_pkg_apis_scheduling_v1alpha1_QueuedCount(ref),
 		v1alpha1.RoleReservation{}.OpenAPIModelName():               schema_pkg_apis_scheduling_v1alpha1_RoleReservation(ref),
 		v1alpha1.TopologyConstraint{}.OpenAPIModelName():            schema_pkg_apis_scheduling_v1alpha1_TopologyConstraint(ref),
 		v1alpha1.TopologyDomain{}.OpenAPIModelName():                schema_pkg_apis_scheduling_v1alpha1_TopologyDomain(ref),
 		v1alpha1.TopologySlice{}.OpenAPIModelName():                 schema_pkg_apis_scheduling_v1alpha1_TopologySlice(ref),
 		v1alpha1.TypedLocalObjectReference{}.OpenAPIModelName():     schema_pkg_apis_scheduling_v1alpha1_TypedLocalObjectReference(ref),
 		v1alpha1.UncountedTerminatedPods{}.OpenAPIModelName():       schema_pkg_apis_scheduling_v1alpha1_UncountedTerminatedPods(ref),
+		v1alpha1.WhatIfAutoscaler{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_WhatIfAutoscaler(ref),
+		v1alpha1.WhatIfPlacement{}.OpenAPIModelName():               schema_pkg_apis_scheduling_v1alpha1_WhatIfPlacement(ref),
+		v1alpha1.WhatIfPreemption{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_WhatIfPreemption(ref),
+		v1alpha1.WhatIfReview{}.OpenAPIModelName():                  schema_pkg_apis_scheduling_v1alpha1_WhatIfReview(ref),
+		v1alpha1.WhatIfReviewSpec{}.OpenAPIModelName():              schema_pkg_apis_scheduling_v1alpha1_WhatIfReviewSpec(ref),
+		v1alpha1.WhatIfReviewStatus{}.OpenAPIModelName():            schema_pkg_apis_scheduling_v1alpha1_WhatIfReviewStatus(ref),
 		v1alpha1.Workload{}.OpenAPIModelName():                      schema_pkg_apis_scheduling_v1alpha1_Workload(ref),
 		v1alpha1.WorkloadList{}.OpenAPIModelName():                  schema_pkg_apis_scheduling_v1alpha1_WorkloadList(ref),
 		v1alpha1.WorkloadReference{}.OpenAPIModelName():             schema_pkg_apis_scheduling_v1alpha1_WorkloadReference(ref),
@@ -395,6 +405,150 @@ func schema_pkg_apis_scheduling_v1alpha1_GangSchedulingPolicy(ref common.Referen
 				Required: []string{"minCount"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_PendingPodGroup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingPodGroup is one gang in Muster's admission queue, as the leader's queue holds it when it is read. It is read-only and never stored: its name and namespace are the PodGroup's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: the PodGroup's name, namespace, UID and creation time.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"queue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Queue is where the gang stands in admission order.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.QueuePosition{}.OpenAPIModelName()),
+						},
+					},
+					"priority": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Priority is the gang's priority, as admission orders it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods is how many of its pods wait at the gate; MinCount how many must be placed at once (0: the group is admitted, and its pods join it as they fit).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"minCount": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int32",
+						},
+					},
+					"needs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Needs is what the waiting pods request, summed: the room it waits for.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason and Message say why it waits, as its Admitted condition does.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"queue", "priority", "pods", "minCount"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.QueuePosition{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_PendingPodGroupList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingPodGroupList is the admission queue, in admission order.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the waiting gangs, first to be admitted first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PendingPodGroup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PendingPodGroup{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1310,6 +1464,113 @@ func schema_pkg_apis_scheduling_v1alpha1_PreemptionVictim(ref common.ReferenceCa
 	}
 }
 
+func schema_pkg_apis_scheduling_v1alpha1_QueuePosition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "QueuePosition is where a gang stands in Muster's admission order, as far as its own namespace may see.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"position": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Position is the gang's place in admission order, from 1, among all the gangs that wait in the cluster.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"waiting": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Waiting is how many gangs wait in the cluster, this one included.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"ahead": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Ahead names the gangs of the same namespace that come before it, in admission order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"aheadElsewhere": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AheadElsewhere counts the gangs of other namespaces that come before it, by priority, highest first: their names are not shown.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.QueuedCount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"position", "waiting"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.QueuedCount{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_QueuedCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "QueuedCount counts gangs of one priority.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"priority": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Priority is the gangs' priority.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"gangs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Gangs is how many gangs there are.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods is how many pods they ask room for.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"priority", "gangs", "pods"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_scheduling_v1alpha1_RoleReservation(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1534,6 +1795,319 @@ func schema_pkg_apis_scheduling_v1alpha1_UncountedTerminatedPods(ref common.Refe
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_WhatIfAutoscaler(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WhatIfAutoscaler is what Muster would ask of the autoscaler.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"ask": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ask says that Muster would ask for nodes for the gang.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods is how many of the gang's pods the request would ask room for.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what would be asked, or why nothing would be.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"ask"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_WhatIfPlacement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WhatIfPlacement is where one pod would go.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod names the pod as the workload's controller would name it, or by its index when the name is generated.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the node admission would pin it to.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"pod", "node"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_WhatIfPreemption(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WhatIfPreemption is one gang admission would preempt.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace and PodGroup name the victim's group. They are empty when the caller may not get pods in that namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"podGroup": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods is how many of its pods would be evicted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"priority": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Priority is the victim's priority.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"pods", "priority"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_WhatIfReview(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WhatIfReview asks what Muster's admission would decide for a gang if it were submitted now, without submitting it. Like SubjectAccessReview it can only be created, and is never stored: the answer comes back in status. It writes nothing, reserves nothing and records no event.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. The namespace is the one the workload would be submitted to.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the workload to ask about.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.WhatIfReviewSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the answer, filled in by the server.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.WhatIfReviewStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.WhatIfReviewSpec{}.OpenAPIModelName(), v1alpha1.WhatIfReviewStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_WhatIfReviewSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WhatIfReviewSpec is the workload a WhatIfReview asks about.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"object": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Object is the workload as it would be submitted: a batch/v1 Job, a jobset.x-k8s.io JobSet, a v1 Pod, or a v1 List of Pods. Its pods must carry the label scheduling.muster.dev/pod-group, as they would to form a gang; a namespace, when set, must be the review's.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"podGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodGroup is the group the pods would form, when it would be created beside them. Without it the group is the one that stands under the pods' group name, or else the one the controller would create: from the pods' annotations, or sized by the object.",
+							Ref:         ref(v1alpha1.PodGroup{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"object"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PodGroup{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_scheduling_v1alpha1_WhatIfReviewStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WhatIfReviewStatus is what admission would decide, on the cluster as it is when the review is answered.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"podGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodGroup is the name of the group the pods would form.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"minCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinCount is how many of its pods must be placed at once.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods is how many pods the workload would create.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"priority": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Priority is the gang's priority, as admission orders it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"admitted": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Admitted says that admission would admit the gang now.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason and Message are what the group's Admitted condition would say: why it waits, or that it would preempt.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"placements": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Placements are where admission would put each pod, in the order of the workload's pods. Set when the gang would be admitted, or would preempt to fit.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.WhatIfPlacement{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"domain": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Domain is the topology domain the gang would be placed in, when its group asks for one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preemptions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Preemptions are the gangs whose pods admission would preempt to make room, each named only where the caller may get pods in its namespace.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.WhatIfPreemption{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"autoscaler": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Autoscaler is what Muster would ask of the cluster autoscaler for the gang, when it would ask.",
+							Ref:         ref(v1alpha1.WhatIfAutoscaler{}.OpenAPIModelName()),
+						},
+					},
+					"queue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Queue is where the gang would stand in admission order.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.QueuePosition{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"podGroup", "minCount", "pods", "priority", "admitted", "queue"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.QueuePosition{}.OpenAPIModelName(), v1alpha1.WhatIfAutoscaler{}.OpenAPIModelName(), v1alpha1.WhatIfPlacement{}.OpenAPIModelName(), v1alpha1.WhatIfPreemption{}.OpenAPIModelName()},
 	}
 }
 

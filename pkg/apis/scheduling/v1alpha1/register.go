@@ -35,6 +35,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&WorkloadList{},
 		&PodGroup{},
 		&PodGroupList{},
+		&WhatIfReview{},
+		&PendingPodGroup{},
+		&PendingPodGroupList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

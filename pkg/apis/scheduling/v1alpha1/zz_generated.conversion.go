@@ -25,6 +25,7 @@ import (
 	unsafe "unsafe"
 
 	scheduling "github.com/muster-dev/muster/pkg/apis/scheduling"
+	v1 "k8s.io/api/core/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -53,6 +54,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*scheduling.GangSchedulingPolicy)(nil), (*GangSchedulingPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_scheduling_GangSchedulingPolicy_To_v1alpha1_GangSchedulingPolicy(a.(*scheduling.GangSchedulingPolicy), b.(*GangSchedulingPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PendingPodGroup)(nil), (*scheduling.PendingPodGroup)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PendingPodGroup_To_scheduling_PendingPodGroup(a.(*PendingPodGroup), b.(*scheduling.PendingPodGroup), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.PendingPodGroup)(nil), (*PendingPodGroup)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_PendingPodGroup_To_v1alpha1_PendingPodGroup(a.(*scheduling.PendingPodGroup), b.(*PendingPodGroup), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PendingPodGroupList)(nil), (*scheduling.PendingPodGroupList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PendingPodGroupList_To_scheduling_PendingPodGroupList(a.(*PendingPodGroupList), b.(*scheduling.PendingPodGroupList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.PendingPodGroupList)(nil), (*PendingPodGroupList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_PendingPodGroupList_To_v1alpha1_PendingPodGroupList(a.(*scheduling.PendingPodGroupList), b.(*PendingPodGroupList), scope)
 	}); err != nil {
 		return err
 	}
@@ -196,6 +217,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*QueuePosition)(nil), (*scheduling.QueuePosition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_QueuePosition_To_scheduling_QueuePosition(a.(*QueuePosition), b.(*scheduling.QueuePosition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.QueuePosition)(nil), (*QueuePosition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_QueuePosition_To_v1alpha1_QueuePosition(a.(*scheduling.QueuePosition), b.(*QueuePosition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*QueuedCount)(nil), (*scheduling.QueuedCount)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_QueuedCount_To_scheduling_QueuedCount(a.(*QueuedCount), b.(*scheduling.QueuedCount), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.QueuedCount)(nil), (*QueuedCount)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_QueuedCount_To_v1alpha1_QueuedCount(a.(*scheduling.QueuedCount), b.(*QueuedCount), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*RoleReservation)(nil), (*scheduling.RoleReservation)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_RoleReservation_To_scheduling_RoleReservation(a.(*RoleReservation), b.(*scheduling.RoleReservation), scope)
 	}); err != nil {
@@ -253,6 +294,66 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*scheduling.UncountedTerminatedPods)(nil), (*UncountedTerminatedPods)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_scheduling_UncountedTerminatedPods_To_v1alpha1_UncountedTerminatedPods(a.(*scheduling.UncountedTerminatedPods), b.(*UncountedTerminatedPods), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WhatIfAutoscaler)(nil), (*scheduling.WhatIfAutoscaler)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WhatIfAutoscaler_To_scheduling_WhatIfAutoscaler(a.(*WhatIfAutoscaler), b.(*scheduling.WhatIfAutoscaler), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.WhatIfAutoscaler)(nil), (*WhatIfAutoscaler)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_WhatIfAutoscaler_To_v1alpha1_WhatIfAutoscaler(a.(*scheduling.WhatIfAutoscaler), b.(*WhatIfAutoscaler), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WhatIfPlacement)(nil), (*scheduling.WhatIfPlacement)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WhatIfPlacement_To_scheduling_WhatIfPlacement(a.(*WhatIfPlacement), b.(*scheduling.WhatIfPlacement), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.WhatIfPlacement)(nil), (*WhatIfPlacement)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_WhatIfPlacement_To_v1alpha1_WhatIfPlacement(a.(*scheduling.WhatIfPlacement), b.(*WhatIfPlacement), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WhatIfPreemption)(nil), (*scheduling.WhatIfPreemption)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WhatIfPreemption_To_scheduling_WhatIfPreemption(a.(*WhatIfPreemption), b.(*scheduling.WhatIfPreemption), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.WhatIfPreemption)(nil), (*WhatIfPreemption)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_WhatIfPreemption_To_v1alpha1_WhatIfPreemption(a.(*scheduling.WhatIfPreemption), b.(*WhatIfPreemption), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WhatIfReview)(nil), (*scheduling.WhatIfReview)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WhatIfReview_To_scheduling_WhatIfReview(a.(*WhatIfReview), b.(*scheduling.WhatIfReview), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.WhatIfReview)(nil), (*WhatIfReview)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_WhatIfReview_To_v1alpha1_WhatIfReview(a.(*scheduling.WhatIfReview), b.(*WhatIfReview), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WhatIfReviewSpec)(nil), (*scheduling.WhatIfReviewSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WhatIfReviewSpec_To_scheduling_WhatIfReviewSpec(a.(*WhatIfReviewSpec), b.(*scheduling.WhatIfReviewSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.WhatIfReviewSpec)(nil), (*WhatIfReviewSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_WhatIfReviewSpec_To_v1alpha1_WhatIfReviewSpec(a.(*scheduling.WhatIfReviewSpec), b.(*WhatIfReviewSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WhatIfReviewStatus)(nil), (*scheduling.WhatIfReviewStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WhatIfReviewStatus_To_scheduling_WhatIfReviewStatus(a.(*WhatIfReviewStatus), b.(*scheduling.WhatIfReviewStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*scheduling.WhatIfReviewStatus)(nil), (*WhatIfReviewStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_scheduling_WhatIfReviewStatus_To_v1alpha1_WhatIfReviewStatus(a.(*scheduling.WhatIfReviewStatus), b.(*WhatIfReviewStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -347,6 +448,66 @@ func autoConvert_scheduling_GangSchedulingPolicy_To_v1alpha1_GangSchedulingPolic
 // Convert_scheduling_GangSchedulingPolicy_To_v1alpha1_GangSchedulingPolicy is an autogenerated conversion function.
 func Convert_scheduling_GangSchedulingPolicy_To_v1alpha1_GangSchedulingPolicy(in *scheduling.GangSchedulingPolicy, out *GangSchedulingPolicy, s conversion.Scope) error {
 	return autoConvert_scheduling_GangSchedulingPolicy_To_v1alpha1_GangSchedulingPolicy(in, out, s)
+}
+
+func autoConvert_v1alpha1_PendingPodGroup_To_scheduling_PendingPodGroup(in *PendingPodGroup, out *scheduling.PendingPodGroup, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_QueuePosition_To_scheduling_QueuePosition(&in.Queue, &out.Queue, s); err != nil {
+		return err
+	}
+	out.Priority = in.Priority
+	out.Pods = in.Pods
+	out.MinCount = in.MinCount
+	out.Needs = *(*v1.ResourceList)(unsafe.Pointer(&in.Needs))
+	out.Reason = in.Reason
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_v1alpha1_PendingPodGroup_To_scheduling_PendingPodGroup is an autogenerated conversion function.
+func Convert_v1alpha1_PendingPodGroup_To_scheduling_PendingPodGroup(in *PendingPodGroup, out *scheduling.PendingPodGroup, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PendingPodGroup_To_scheduling_PendingPodGroup(in, out, s)
+}
+
+func autoConvert_scheduling_PendingPodGroup_To_v1alpha1_PendingPodGroup(in *scheduling.PendingPodGroup, out *PendingPodGroup, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_scheduling_QueuePosition_To_v1alpha1_QueuePosition(&in.Queue, &out.Queue, s); err != nil {
+		return err
+	}
+	out.Priority = in.Priority
+	out.Pods = in.Pods
+	out.MinCount = in.MinCount
+	out.Needs = *(*v1.ResourceList)(unsafe.Pointer(&in.Needs))
+	out.Reason = in.Reason
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_scheduling_PendingPodGroup_To_v1alpha1_PendingPodGroup is an autogenerated conversion function.
+func Convert_scheduling_PendingPodGroup_To_v1alpha1_PendingPodGroup(in *scheduling.PendingPodGroup, out *PendingPodGroup, s conversion.Scope) error {
+	return autoConvert_scheduling_PendingPodGroup_To_v1alpha1_PendingPodGroup(in, out, s)
+}
+
+func autoConvert_v1alpha1_PendingPodGroupList_To_scheduling_PendingPodGroupList(in *PendingPodGroupList, out *scheduling.PendingPodGroupList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]scheduling.PendingPodGroup)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_PendingPodGroupList_To_scheduling_PendingPodGroupList is an autogenerated conversion function.
+func Convert_v1alpha1_PendingPodGroupList_To_scheduling_PendingPodGroupList(in *PendingPodGroupList, out *scheduling.PendingPodGroupList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PendingPodGroupList_To_scheduling_PendingPodGroupList(in, out, s)
+}
+
+func autoConvert_scheduling_PendingPodGroupList_To_v1alpha1_PendingPodGroupList(in *scheduling.PendingPodGroupList, out *PendingPodGroupList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]PendingPodGroup)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_scheduling_PendingPodGroupList_To_v1alpha1_PendingPodGroupList is an autogenerated conversion function.
+func Convert_scheduling_PendingPodGroupList_To_v1alpha1_PendingPodGroupList(in *scheduling.PendingPodGroupList, out *PendingPodGroupList, s conversion.Scope) error {
+	return autoConvert_scheduling_PendingPodGroupList_To_v1alpha1_PendingPodGroupList(in, out, s)
 }
 
 func autoConvert_v1alpha1_PodGroup_To_scheduling_PodGroup(in *PodGroup, out *scheduling.PodGroup, s conversion.Scope) error {
@@ -643,6 +804,46 @@ func Convert_scheduling_PreemptionVictim_To_v1alpha1_PreemptionVictim(in *schedu
 	return autoConvert_scheduling_PreemptionVictim_To_v1alpha1_PreemptionVictim(in, out, s)
 }
 
+func autoConvert_v1alpha1_QueuePosition_To_scheduling_QueuePosition(in *QueuePosition, out *scheduling.QueuePosition, s conversion.Scope) error {
+	*out = *(*scheduling.QueuePosition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_QueuePosition_To_scheduling_QueuePosition is an autogenerated conversion function.
+func Convert_v1alpha1_QueuePosition_To_scheduling_QueuePosition(in *QueuePosition, out *scheduling.QueuePosition, s conversion.Scope) error {
+	return autoConvert_v1alpha1_QueuePosition_To_scheduling_QueuePosition(in, out, s)
+}
+
+func autoConvert_scheduling_QueuePosition_To_v1alpha1_QueuePosition(in *scheduling.QueuePosition, out *QueuePosition, s conversion.Scope) error {
+	*out = *(*QueuePosition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_QueuePosition_To_v1alpha1_QueuePosition is an autogenerated conversion function.
+func Convert_scheduling_QueuePosition_To_v1alpha1_QueuePosition(in *scheduling.QueuePosition, out *QueuePosition, s conversion.Scope) error {
+	return autoConvert_scheduling_QueuePosition_To_v1alpha1_QueuePosition(in, out, s)
+}
+
+func autoConvert_v1alpha1_QueuedCount_To_scheduling_QueuedCount(in *QueuedCount, out *scheduling.QueuedCount, s conversion.Scope) error {
+	*out = *(*scheduling.QueuedCount)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_QueuedCount_To_scheduling_QueuedCount is an autogenerated conversion function.
+func Convert_v1alpha1_QueuedCount_To_scheduling_QueuedCount(in *QueuedCount, out *scheduling.QueuedCount, s conversion.Scope) error {
+	return autoConvert_v1alpha1_QueuedCount_To_scheduling_QueuedCount(in, out, s)
+}
+
+func autoConvert_scheduling_QueuedCount_To_v1alpha1_QueuedCount(in *scheduling.QueuedCount, out *QueuedCount, s conversion.Scope) error {
+	*out = *(*QueuedCount)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_QueuedCount_To_v1alpha1_QueuedCount is an autogenerated conversion function.
+func Convert_scheduling_QueuedCount_To_v1alpha1_QueuedCount(in *scheduling.QueuedCount, out *QueuedCount, s conversion.Scope) error {
+	return autoConvert_scheduling_QueuedCount_To_v1alpha1_QueuedCount(in, out, s)
+}
+
 func autoConvert_v1alpha1_RoleReservation_To_scheduling_RoleReservation(in *RoleReservation, out *scheduling.RoleReservation, s conversion.Scope) error {
 	*out = *(*scheduling.RoleReservation)(unsafe.Pointer(in))
 	return nil
@@ -761,6 +962,138 @@ func autoConvert_scheduling_UncountedTerminatedPods_To_v1alpha1_UncountedTermina
 // Convert_scheduling_UncountedTerminatedPods_To_v1alpha1_UncountedTerminatedPods is an autogenerated conversion function.
 func Convert_scheduling_UncountedTerminatedPods_To_v1alpha1_UncountedTerminatedPods(in *scheduling.UncountedTerminatedPods, out *UncountedTerminatedPods, s conversion.Scope) error {
 	return autoConvert_scheduling_UncountedTerminatedPods_To_v1alpha1_UncountedTerminatedPods(in, out, s)
+}
+
+func autoConvert_v1alpha1_WhatIfAutoscaler_To_scheduling_WhatIfAutoscaler(in *WhatIfAutoscaler, out *scheduling.WhatIfAutoscaler, s conversion.Scope) error {
+	*out = *(*scheduling.WhatIfAutoscaler)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_WhatIfAutoscaler_To_scheduling_WhatIfAutoscaler is an autogenerated conversion function.
+func Convert_v1alpha1_WhatIfAutoscaler_To_scheduling_WhatIfAutoscaler(in *WhatIfAutoscaler, out *scheduling.WhatIfAutoscaler, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WhatIfAutoscaler_To_scheduling_WhatIfAutoscaler(in, out, s)
+}
+
+func autoConvert_scheduling_WhatIfAutoscaler_To_v1alpha1_WhatIfAutoscaler(in *scheduling.WhatIfAutoscaler, out *WhatIfAutoscaler, s conversion.Scope) error {
+	*out = *(*WhatIfAutoscaler)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_WhatIfAutoscaler_To_v1alpha1_WhatIfAutoscaler is an autogenerated conversion function.
+func Convert_scheduling_WhatIfAutoscaler_To_v1alpha1_WhatIfAutoscaler(in *scheduling.WhatIfAutoscaler, out *WhatIfAutoscaler, s conversion.Scope) error {
+	return autoConvert_scheduling_WhatIfAutoscaler_To_v1alpha1_WhatIfAutoscaler(in, out, s)
+}
+
+func autoConvert_v1alpha1_WhatIfPlacement_To_scheduling_WhatIfPlacement(in *WhatIfPlacement, out *scheduling.WhatIfPlacement, s conversion.Scope) error {
+	*out = *(*scheduling.WhatIfPlacement)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_WhatIfPlacement_To_scheduling_WhatIfPlacement is an autogenerated conversion function.
+func Convert_v1alpha1_WhatIfPlacement_To_scheduling_WhatIfPlacement(in *WhatIfPlacement, out *scheduling.WhatIfPlacement, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WhatIfPlacement_To_scheduling_WhatIfPlacement(in, out, s)
+}
+
+func autoConvert_scheduling_WhatIfPlacement_To_v1alpha1_WhatIfPlacement(in *scheduling.WhatIfPlacement, out *WhatIfPlacement, s conversion.Scope) error {
+	*out = *(*WhatIfPlacement)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_WhatIfPlacement_To_v1alpha1_WhatIfPlacement is an autogenerated conversion function.
+func Convert_scheduling_WhatIfPlacement_To_v1alpha1_WhatIfPlacement(in *scheduling.WhatIfPlacement, out *WhatIfPlacement, s conversion.Scope) error {
+	return autoConvert_scheduling_WhatIfPlacement_To_v1alpha1_WhatIfPlacement(in, out, s)
+}
+
+func autoConvert_v1alpha1_WhatIfPreemption_To_scheduling_WhatIfPreemption(in *WhatIfPreemption, out *scheduling.WhatIfPreemption, s conversion.Scope) error {
+	*out = *(*scheduling.WhatIfPreemption)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_WhatIfPreemption_To_scheduling_WhatIfPreemption is an autogenerated conversion function.
+func Convert_v1alpha1_WhatIfPreemption_To_scheduling_WhatIfPreemption(in *WhatIfPreemption, out *scheduling.WhatIfPreemption, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WhatIfPreemption_To_scheduling_WhatIfPreemption(in, out, s)
+}
+
+func autoConvert_scheduling_WhatIfPreemption_To_v1alpha1_WhatIfPreemption(in *scheduling.WhatIfPreemption, out *WhatIfPreemption, s conversion.Scope) error {
+	*out = *(*WhatIfPreemption)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_WhatIfPreemption_To_v1alpha1_WhatIfPreemption is an autogenerated conversion function.
+func Convert_scheduling_WhatIfPreemption_To_v1alpha1_WhatIfPreemption(in *scheduling.WhatIfPreemption, out *WhatIfPreemption, s conversion.Scope) error {
+	return autoConvert_scheduling_WhatIfPreemption_To_v1alpha1_WhatIfPreemption(in, out, s)
+}
+
+func autoConvert_v1alpha1_WhatIfReview_To_scheduling_WhatIfReview(in *WhatIfReview, out *scheduling.WhatIfReview, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_WhatIfReviewSpec_To_scheduling_WhatIfReviewSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_WhatIfReviewStatus_To_scheduling_WhatIfReviewStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_WhatIfReview_To_scheduling_WhatIfReview is an autogenerated conversion function.
+func Convert_v1alpha1_WhatIfReview_To_scheduling_WhatIfReview(in *WhatIfReview, out *scheduling.WhatIfReview, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WhatIfReview_To_scheduling_WhatIfReview(in, out, s)
+}
+
+func autoConvert_scheduling_WhatIfReview_To_v1alpha1_WhatIfReview(in *scheduling.WhatIfReview, out *WhatIfReview, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_scheduling_WhatIfReviewSpec_To_v1alpha1_WhatIfReviewSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_scheduling_WhatIfReviewStatus_To_v1alpha1_WhatIfReviewStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_scheduling_WhatIfReview_To_v1alpha1_WhatIfReview is an autogenerated conversion function.
+func Convert_scheduling_WhatIfReview_To_v1alpha1_WhatIfReview(in *scheduling.WhatIfReview, out *WhatIfReview, s conversion.Scope) error {
+	return autoConvert_scheduling_WhatIfReview_To_v1alpha1_WhatIfReview(in, out, s)
+}
+
+func autoConvert_v1alpha1_WhatIfReviewSpec_To_scheduling_WhatIfReviewSpec(in *WhatIfReviewSpec, out *scheduling.WhatIfReviewSpec, s conversion.Scope) error {
+	*out = *(*scheduling.WhatIfReviewSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_WhatIfReviewSpec_To_scheduling_WhatIfReviewSpec is an autogenerated conversion function.
+func Convert_v1alpha1_WhatIfReviewSpec_To_scheduling_WhatIfReviewSpec(in *WhatIfReviewSpec, out *scheduling.WhatIfReviewSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WhatIfReviewSpec_To_scheduling_WhatIfReviewSpec(in, out, s)
+}
+
+func autoConvert_scheduling_WhatIfReviewSpec_To_v1alpha1_WhatIfReviewSpec(in *scheduling.WhatIfReviewSpec, out *WhatIfReviewSpec, s conversion.Scope) error {
+	*out = *(*WhatIfReviewSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_WhatIfReviewSpec_To_v1alpha1_WhatIfReviewSpec is an autogenerated conversion function.
+func Convert_scheduling_WhatIfReviewSpec_To_v1alpha1_WhatIfReviewSpec(in *scheduling.WhatIfReviewSpec, out *WhatIfReviewSpec, s conversion.Scope) error {
+	return autoConvert_scheduling_WhatIfReviewSpec_To_v1alpha1_WhatIfReviewSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_WhatIfReviewStatus_To_scheduling_WhatIfReviewStatus(in *WhatIfReviewStatus, out *scheduling.WhatIfReviewStatus, s conversion.Scope) error {
+	*out = *(*scheduling.WhatIfReviewStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_WhatIfReviewStatus_To_scheduling_WhatIfReviewStatus is an autogenerated conversion function.
+func Convert_v1alpha1_WhatIfReviewStatus_To_scheduling_WhatIfReviewStatus(in *WhatIfReviewStatus, out *scheduling.WhatIfReviewStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WhatIfReviewStatus_To_scheduling_WhatIfReviewStatus(in, out, s)
+}
+
+func autoConvert_scheduling_WhatIfReviewStatus_To_v1alpha1_WhatIfReviewStatus(in *scheduling.WhatIfReviewStatus, out *WhatIfReviewStatus, s conversion.Scope) error {
+	*out = *(*WhatIfReviewStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_scheduling_WhatIfReviewStatus_To_v1alpha1_WhatIfReviewStatus is an autogenerated conversion function.
+func Convert_scheduling_WhatIfReviewStatus_To_v1alpha1_WhatIfReviewStatus(in *scheduling.WhatIfReviewStatus, out *WhatIfReviewStatus, s conversion.Scope) error {
+	return autoConvert_scheduling_WhatIfReviewStatus_To_v1alpha1_WhatIfReviewStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_Workload_To_scheduling_Workload(in *Workload, out *scheduling.Workload, s conversion.Scope) error {

@@ -32,6 +32,16 @@ func (in GangSchedulingPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PendingPodGroup) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PendingPodGroup"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PendingPodGroupList) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.PendingPodGroupList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PodGroup) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.PodGroup"
 }
@@ -102,6 +112,16 @@ func (in PreemptionVictim) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in QueuePosition) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.QueuePosition"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in QueuedCount) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.QueuedCount"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RoleReservation) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.RoleReservation"
 }
@@ -129,6 +149,36 @@ func (in TypedLocalObjectReference) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in UncountedTerminatedPods) OpenAPIModelName() string {
 	return "dev.muster.scheduling.v1alpha1.UncountedTerminatedPods"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WhatIfAutoscaler) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.WhatIfAutoscaler"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WhatIfPlacement) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.WhatIfPlacement"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WhatIfPreemption) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.WhatIfPreemption"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WhatIfReview) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.WhatIfReview"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WhatIfReviewSpec) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.WhatIfReviewSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WhatIfReviewStatus) OpenAPIModelName() string {
+	return "dev.muster.scheduling.v1alpha1.WhatIfReviewStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
+// PendingPodGroupListerExpansion allows custom methods to be added to
+// PendingPodGroupLister.
+type PendingPodGroupListerExpansion interface{}
+
+// PendingPodGroupNamespaceListerExpansion allows custom methods to be added to
+// PendingPodGroupNamespaceLister.
+type PendingPodGroupNamespaceListerExpansion interface{}
+
 // PodGroupListerExpansion allows custom methods to be added to
 // PodGroupLister.
 type PodGroupListerExpansion interface{}

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+type PendingPodGroupExpansion interface{}
+
 type PodGroupExpansion interface{}
+
+type WhatIfReviewExpansion interface{}
 
 type WorkloadExpansion interface{}

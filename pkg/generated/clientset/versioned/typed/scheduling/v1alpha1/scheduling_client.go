@@ -28,7 +28,9 @@ import (
 
 type SchedulingV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	PendingPodGroupsGetter
 	PodGroupsGetter
+	WhatIfReviewsGetter
 	WorkloadsGetter
 }
 
@@ -37,8 +39,16 @@ type SchedulingV1alpha1Client struct {
 	restClient rest.Interface
 }
 
+func (c *SchedulingV1alpha1Client) PendingPodGroups(namespace string) PendingPodGroupInterface {
+	return newPendingPodGroups(c, namespace)
+}
+
 func (c *SchedulingV1alpha1Client) PodGroups(namespace string) PodGroupInterface {
 	return newPodGroups(c, namespace)
+}
+
+func (c *SchedulingV1alpha1Client) WhatIfReviews(namespace string) WhatIfReviewInterface {
+	return newWhatIfReviews(c, namespace)
 }
 
 func (c *SchedulingV1alpha1Client) Workloads(namespace string) WorkloadInterface {

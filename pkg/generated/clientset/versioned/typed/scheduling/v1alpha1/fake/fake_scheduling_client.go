@@ -28,8 +28,16 @@ type FakeSchedulingV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeSchedulingV1alpha1) PendingPodGroups(namespace string) v1alpha1.PendingPodGroupInterface {
+	return newFakePendingPodGroups(c, namespace)
+}
+
 func (c *FakeSchedulingV1alpha1) PodGroups(namespace string) v1alpha1.PodGroupInterface {
 	return newFakePodGroups(c, namespace)
+}
+
+func (c *FakeSchedulingV1alpha1) WhatIfReviews(namespace string) v1alpha1.WhatIfReviewInterface {
+	return newFakeWhatIfReviews(c, namespace)
 }
 
 func (c *FakeSchedulingV1alpha1) Workloads(namespace string) v1alpha1.WorkloadInterface {
