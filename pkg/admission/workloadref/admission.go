@@ -81,26 +81,48 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		return nil
 	}
 	ref := pg.Spec.WorkloadRef
-	refPath := field.NewPath("spec", "workloadRef")
-	invalid := func(err *field.Error) error {
-		return apierrors.NewInvalid(scheduling.Kind("PodGroup"), pg.Name, field.ErrorList{err})
-	}
 	if ref.WorkloadName == "" || ref.TemplateName == "" {
 		return nil // validation reports the missing names.
 	}
 
 	w, err := p.workloads.GetWorkload(ctx, a.GetNamespace(), ref.WorkloadName)
 	if apierrors.IsNotFound(err) {
-		return invalid(field.Invalid(refPath.Child("workloadName"), ref.WorkloadName,
-			fmt.Sprintf("no Workload named %q exists in namespace %q", ref.WorkloadName, a.GetNamespace())))
+		w, err = nil, nil
 	}
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("looking up Workload %s/%s: %w", a.GetNamespace(), ref.WorkloadName, err))
 	}
+	invalid, err := ApplyTemplate(pg, w, a.GetNamespace())
+	if invalid != nil {
+		return apierrors.NewInvalid(scheduling.Kind("PodGroup"), pg.Name, field.ErrorList{invalid})
+	}
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return nil
+}
+
+// ApplyTemplate is what Admit does to a new PodGroup in namespace once it
+// has read w, the Workload its workloadRef names (nil when there is none):
+// it copies the template's policy, roles, priority and constraints where
+// pg left them empty. invalid names the field of spec.workloadRef that
+// names nothing; err is a template that cannot be copied. A pg without a
+// complete workloadRef is left alone, for validation to report. What-if
+// reviews (pkg/whatif) call it to see a group as it would be stored.
+func ApplyTemplate(pg *scheduling.PodGroup, w *v1alpha1.Workload, namespace string) (invalid *field.Error, err error) {
+	ref := pg.Spec.WorkloadRef
+	if ref == nil || ref.WorkloadName == "" || ref.TemplateName == "" {
+		return nil, nil
+	}
+	refPath := field.NewPath("spec", "workloadRef")
+	if w == nil {
+		return field.Invalid(refPath.Child("workloadName"), ref.WorkloadName,
+			fmt.Sprintf("no Workload named %q exists in namespace %q", ref.WorkloadName, namespace)), nil
+	}
 	tpl := findTemplate(w, ref.TemplateName)
 	if tpl == nil {
-		return invalid(field.Invalid(refPath.Child("templateName"), ref.TemplateName,
-			fmt.Sprintf("Workload %q has no podGroupTemplate named %q", ref.WorkloadName, ref.TemplateName)))
+		return field.Invalid(refPath.Child("templateName"), ref.TemplateName,
+			fmt.Sprintf("Workload %q has no podGroupTemplate named %q", ref.WorkloadName, ref.TemplateName)), nil
 	}
 
 	policy := &pg.Spec.SchedulingPolicy
@@ -116,7 +138,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 			pg.Spec.Roles = make([]scheduling.PodGroupRole, len(tpl.Roles))
 			for i := range tpl.Roles {
 				if err := v1alpha1.Convert_v1alpha1_PodGroupRole_To_scheduling_PodGroupRole(&tpl.Roles[i], &pg.Spec.Roles[i], nil); err != nil {
-					return apierrors.NewInternalError(fmt.Errorf("copying role %q of Workload %s/%s: %w", tpl.Roles[i].Name, a.GetNamespace(), ref.WorkloadName, err))
+					return nil, fmt.Errorf("copying role %q of Workload %s/%s: %w", tpl.Roles[i].Name, namespace, ref.WorkloadName, err)
 				}
 			}
 		}
@@ -129,11 +151,11 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if !scheduling.HasSchedulingConstraints(pg.Spec.SchedulingConstraints) && tpl.SchedulingConstraints != nil {
 		c := &scheduling.PodGroupSchedulingConstraints{}
 		if err := v1alpha1.Convert_v1alpha1_PodGroupSchedulingConstraints_To_scheduling_PodGroupSchedulingConstraints(tpl.SchedulingConstraints, c, nil); err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("copying the schedulingConstraints of Workload %s/%s: %w", a.GetNamespace(), ref.WorkloadName, err))
+			return nil, fmt.Errorf("copying the schedulingConstraints of Workload %s/%s: %w", namespace, ref.WorkloadName, err)
 		}
 		pg.Spec.SchedulingConstraints = c
 	}
-	return nil
+	return nil, nil
 }
 
 func findTemplate(w *v1alpha1.Workload, name string) *v1alpha1.PodGroupTemplate {

@@ -57,7 +57,7 @@ func (c *Controller) syncMissingGroup(ctx context.Context, namespace, name strin
 		pg, from = c.groupFromAnnotations(namespace, name, waiting)
 	} else if pg != nil {
 		// As specFromAnnotations does on the other path.
-		constraints, err := constraintsFromAnnotations(from.Annotations)
+		constraints, err := schedulingvalidation.ConstraintsFromAnnotations(from.Annotations)
 		if err != nil {
 			c.warnOnce(from.UID, scheduling.EventInvalidAnnotation, func() {
 				c.recorder.Event(from, corev1.EventTypeWarning, scheduling.EventInvalidAnnotation, err.Error())
@@ -144,55 +144,8 @@ func (c *Controller) groupFromAnnotations(namespace, name string, pods []*corev1
 }
 
 // specFromAnnotations reads the creation annotations of one pod. ok is false
-// when the pod carries none.
+// when the pod carries none. What-if reviews read them with the same
+// function (schedulingvalidation.SpecFromAnnotations).
 func specFromAnnotations(ann map[string]string) (spec v1alpha1.PodGroupSpec, ok bool, err error) {
-	if v, has := ann[scheduling.MinCountAnnotation]; has {
-		n, valid := scheduling.ParseMinCount(v)
-		if !valid {
-			return spec, false, fmt.Errorf("annotation %s=%q must be a positive 32-bit integer", scheduling.MinCountAnnotation, v)
-		}
-		spec.SchedulingPolicy.Gang = &v1alpha1.GangSchedulingPolicy{MinCount: n}
-		ok = true
-	}
-	if _, has := ann[scheduling.GroupByAnnotation]; has {
-		// Named after its instance: sized by its owner when no
-		// annotation sizes it (fromInstance).
-		ok = true
-	}
-	wl, tpl, set, missing := scheduling.WorkloadRefAnnotations(ann)
-	if missing != "" {
-		return spec, false, fmt.Errorf("annotations %s and %s must be set together", scheduling.WorkloadAnnotation, scheduling.TemplateAnnotation)
-	}
-	if set {
-		// The server copies the template's policy when minCount is not
-		// given, and its schedulingConstraints when no annotation gives them.
-		spec.WorkloadRef = &v1alpha1.WorkloadReference{WorkloadName: wl, TemplateName: tpl}
-		ok = true
-	}
-	if ok {
-		constraints, err := constraintsFromAnnotations(ann)
-		if err != nil {
-			return spec, false, err
-		}
-		spec.SchedulingConstraints = constraints
-	}
-	return spec, ok, nil
-}
-
-// constraintsFromAnnotations reads the topology annotations of the pod a
-// group is created from into its spec.schedulingConstraints, nil when the
-// pod carries none, by the rules the webhook and muster-pod-labels apply
-// (schedulingvalidation.TopologyFromAnnotations). They never make a pod
-// ask for a group by themselves: its policy comes from the other
-// annotations.
-func constraintsFromAnnotations(ann map[string]string) (*v1alpha1.PodGroupSchedulingConstraints, error) {
-	c, err := schedulingvalidation.TopologyFromAnnotations(ann)
-	if err != nil || c == nil {
-		return nil, err
-	}
-	out := &v1alpha1.PodGroupSchedulingConstraints{}
-	if err := v1alpha1.Convert_scheduling_PodGroupSchedulingConstraints_To_v1alpha1_PodGroupSchedulingConstraints(c, out, nil); err != nil {
-		return nil, fmt.Errorf("converting the topology annotations' constraints: %w", err)
-	}
-	return out, nil
+	return schedulingvalidation.SpecFromAnnotations(ann)
 }

@@ -146,7 +146,10 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 		return badRequest(err)
 	}
 	logger := h.logger.WithValues("namespace", req.Namespace, "pod", podName(pod), "uid", req.UID)
-	ops, warnings, errs := mutate(pod)
+	patch, warnings, errs, err := mutationPatch(pod) // prepare.go
+	if err != nil {
+		return errored(err)
+	}
 	if len(errs) > 0 {
 		return h.deny(req, pod, errs)
 	}
@@ -155,13 +158,8 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	if len(warnings) > 0 {
 		logger.V(2).Info("Admitted a pod without a gate", "warnings", warnings)
 	}
-	if len(ops) == 0 {
+	if patch == nil {
 		return resp
-	}
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		// Unreachable: ops holds only strings, maps and gates.
-		return errored(fmt.Errorf("encoding patch: %w", err))
 	}
 	pt := admissionv1.PatchTypeJSONPatch
 	resp.Patch, resp.PatchType = patch, &pt
