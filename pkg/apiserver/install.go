@@ -10,13 +10,15 @@ import (
 
 	"github.com/muster-dev/muster/pkg/apis/scheduling"
 	"github.com/muster-dev/muster/pkg/apis/scheduling/v1alpha1"
+	"github.com/muster-dev/muster/pkg/registry/scheduling/pendingpodgroup"
 	"github.com/muster-dev/muster/pkg/registry/scheduling/podgroup"
+	"github.com/muster-dev/muster/pkg/registry/scheduling/whatifreview"
 	"github.com/muster-dev/muster/pkg/registry/scheduling/workload"
 )
 
 // newAPIGroupInfo returns the resources of scheduling.muster.dev/v1alpha1,
 // each with a status subresource that RBAC authorizes on its own.
-func newAPIGroupInfo(optsGetter generic.RESTOptionsGetter, podCleanup bool) (*genericapiserver.APIGroupInfo, error) {
+func newAPIGroupInfo(optsGetter generic.RESTOptionsGetter, podCleanup bool, views *Views) (*genericapiserver.APIGroupInfo, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(scheduling.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 
 	podGroups, podGroupStatus, err := podgroup.NewStorage(Scheme, optsGetter, podCleanup)
@@ -27,11 +29,17 @@ func newAPIGroupInfo(optsGetter generic.RESTOptionsGetter, podCleanup bool) (*ge
 	if err != nil {
 		return nil, fmt.Errorf("workloads storage: %w", err)
 	}
-	info.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+	storage := map[string]rest.Storage{
 		"podgroups":        podGroups,
 		"podgroups/status": podGroupStatus,
 		"workloads":        workloads,
 		"workloads/status": workloadStatus,
 	}
+	// The views of admission, computed at request time and never stored.
+	if views != nil {
+		storage["whatifreviews"] = whatifreview.NewREST(Scheme, views.Reviews, views.Limiter)
+		storage["pendingpodgroups"] = pendingpodgroup.NewREST(Scheme, views.Queue)
+	}
+	info.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
 	return &info, nil
 }

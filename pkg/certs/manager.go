@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,9 @@ type Manager struct {
 	// deleted, it is recreated from it, with the same CAs, so that what
 	// kube-apiserver trusts and what replicas serve stays valid.
 	last *State
+	// trust is the CA bundle of the state this replica serves from, for
+	// its own clients of the other replicas (Trust).
+	trust atomic.Pointer[[]byte]
 }
 
 // New returns a Manager of the Secret namespace/name, which serves its
@@ -70,6 +74,16 @@ func ResyncPeriod(lifetime time.Duration) time.Duration {
 // Content is the serving certificate provider to give the API's secure
 // serving and the webhook listener.
 func (m *Manager) Content() *ServingContent { return m.content }
+
+// Trust is the CA bundle that the serving certificates of every replica
+// chain to, as kube-apiserver's caBundle trusts them: what a replica
+// verifies another with. Nil until a certificate is served.
+func (m *Manager) Trust() []byte {
+	if b := m.trust.Load(); b != nil {
+		return *b
+	}
+	return nil
+}
 
 // Start watches the Secret and keeps everything in step until ctx ends. It
 // returns once a serving certificate is loaded, or with an error if none is
@@ -267,6 +281,8 @@ func (m *Manager) serve(ctx context.Context, state *State) {
 		return
 	}
 	m.last = state
+	bundle := state.Bundle(m.now())
+	m.trust.Store(&bundle)
 	if m.content.set(state.Serving) {
 		klog.FromContext(ctx).Info("Serving certificate loaded", "certificate", describe(state.Serving.Cert))
 	}

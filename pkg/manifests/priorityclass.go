@@ -11,7 +11,7 @@ import (
 
 // PriorityClass returns scheduling.CapacityRequestPriorityClass, which every
 // capacity-request pod names, as PriorityClassFile installs it. The
-// controller never creates it (its role grants nothing on priorityclasses):
+// controller never creates it (its role may only read priorityclasses):
 // a pod that names a missing class is refused at admission, so it must be
 // installed with Muster.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,7 @@ import (
 	"github.com/muster-dev/muster/pkg/controller/workload"
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
 	musterinformers "github.com/muster-dev/muster/pkg/generated/informers/externalversions"
+	"github.com/muster-dev/muster/pkg/visibility"
 )
 
 // ControllerOptions configure the embedded controller.
@@ -47,6 +49,17 @@ type ControllerOptions struct {
 	LeaseDuration        time.Duration
 	RenewDeadline        time.Duration
 	RetryPeriod          time.Duration
+
+	// uuid makes this replica's Lease identity unique; identity is that
+	// identity, with the address the other replicas reach it at
+	// (visibility.Identity), once the views are built.
+	uuid     string
+	identity string
+	// elector is the current term's, for the holder it observes.
+	elector atomic.Pointer[leaderelection.LeaderElector]
+	// views, when set, is told of each term's controller, which answers
+	// the API's what-if and queue while it runs.
+	views *visibility.Service
 }
 
 // NewControllerOptions returns the defaults.
@@ -83,7 +96,17 @@ func NewControllerOptions() *ControllerOptions {
 		LeaseDuration:        15 * time.Second,
 		RenewDeadline:        10 * time.Second,
 		RetryPeriod:          2 * time.Second,
+		uuid:                 uuid.NewString(),
 	}
+}
+
+// leaseHolder is the Lease's holder identity as this replica last observed
+// it, "" before it has observed one.
+func (o *ControllerOptions) leaseHolder() string {
+	if le := o.elector.Load(); le != nil {
+		return le.GetLeader()
+	}
+	return ""
 }
 
 // AddFlags registers the controller's flags.
@@ -209,6 +232,9 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 	if err != nil {
 		return err
 	}
+	if o.views != nil {
+		defer o.views.Lead(newLeaderView(c, musterFactory.Scheduling().V1alpha1().Workloads().Lister(), nsFactory.Scheduling().V1().PriorityClasses()))()
+	}
 	podFactory.Start(ctx.Done())
 	ownerFactory.Start(ctx.Done())
 	defer ownerFactory.Shutdown()
@@ -227,8 +253,11 @@ func (o *ControllerOptions) run(ctx context.Context, kube kubernetes.Interface, 
 // replicas serve the API active-active while only one controller acts.
 func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface, run func(context.Context)) {
 	logger := klog.FromContext(ctx)
-	host, _ := os.Hostname()
-	id := host + "_" + uuid.NewString()
+	id := o.identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = host + "_" + o.uuid
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectNamespace, scheduling.ControllerName,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
@@ -240,7 +269,7 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 	// starts only once the last term's controller has stopped.
 	terms := newLeaderTerms()
 	for ctx.Err() == nil {
-		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
 			LeaseDuration:   o.LeaseDuration,
 			RenewDeadline:   o.RenewDeadline,
@@ -255,5 +284,12 @@ func (o *ControllerOptions) lead(ctx context.Context, kube kubernetes.Interface,
 				OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", id) },
 			},
 		})
+		if err != nil {
+			// Only a configuration that Validate lets through can fail.
+			logger.Error(err, "Cannot elect a leader; the controller does not run")
+			return
+		}
+		o.elector.Store(le)
+		le.Run(ctx)
 	}
 }

@@ -50,6 +50,9 @@ type Options struct {
 	Webhook *WebhookOptions
 	// Certs configures the management of Muster's own certificates.
 	Certs *CertOptions
+	// Views configures whatifreviews, pendingpodgroups and the forwarding
+	// of both to the leader.
+	Views *ViewOptions
 	// Logs configures logging as in Kubernetes' own components
 	// (--logging-format, -v, --vmodule); applying it also turns on
 	// contextual logging where its feature gate is on, so that log lines
@@ -72,6 +75,7 @@ func NewOptions() *Options {
 		Controller: NewControllerOptions(),
 		Webhook:    NewWebhookOptions(),
 		Certs:      NewCertOptions(),
+		Views:      NewViewOptions(),
 		Logs:       logsapi.NewLoggingConfiguration(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -98,6 +102,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Controller.AddFlags(fs)
 	o.Webhook.AddFlags(fs)
 	o.Certs.AddFlags(fs)
+	o.Views.AddFlags(fs)
 	logsapi.AddFlags(o.Logs, fs)
 }
 
@@ -142,6 +147,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, o.validateStandalone()...)
 	} else {
 		errs = append(errs, o.Controller.Validate()...)
+		errs = append(errs, o.Views.Validate()...)
 	}
 	if o.embeddedEtcdURL != "" && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty (the embedded etcd stores its data there)"))
@@ -206,5 +212,15 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			return nil, err
 		}
 	}
-	return &apiserver.Config{GenericConfig: cfg, PodCleanup: o.Controller.Enabled && !o.Standalone}, nil
+	out := &apiserver.Config{GenericConfig: cfg, PodCleanup: o.Controller.Enabled && !o.Standalone}
+	// The views read the controller's admission: served where it runs.
+	if o.Controller.Enabled && !o.Standalone {
+		views, err := o.views(cfg.ClientConfig, cfg.Authorization.Authorizer)
+		if err != nil {
+			return nil, err
+		}
+		out.Views = views
+		o.Controller.views = o.Views.service
+	}
+	return out, nil
 }

@@ -39,6 +39,16 @@ type WhatIf struct {
 	// Ahead are the keys of the groups before it, in admission order.
 	Position, Waiting int
 	Ahead             []scheduling.GroupKey
+	// AheadQueued are the same groups as the queue view shows them.
+	AheadQueued []Queued
+	// Priority is the gang's, as admission orders it.
+	Priority int32
+	// Reason is the Admitted condition's reason for the verdict ("" when
+	// admitted).
+	Reason string
+	// Nodes are where the verdict puts each of the pods given, by their
+	// index: "" for a pod it places nowhere.
+	Nodes []string
 	// Ask is what the autoscaler would be asked for the gang, when Muster
 	// asks one (nil otherwise): plan's rules, on the requests that stand.
 	Ask *WhatIfAsk
@@ -62,15 +72,17 @@ func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now
 	ahead, all := a.queue.ahead(&c)
 	slices.SortFunc(ahead, func(x, y capacity.Candidate) int { return capacity.CompareCandidates(&x, &y) })
 	observed := a.observedOnly(ahead)
-	out := WhatIf{Position: len(ahead) + 1, Waiting: all + 1}
+	out := WhatIf{Position: len(ahead) + 1, Waiting: all + 1, Priority: c.Priority}
 	for i := range ahead {
 		out.Ahead = append(out.Ahead, ahead[i].Key)
+		out.AheadQueued = append(out.AheadQueued, queuedOf(&ahead[i]))
 	}
 	if a.strategy == capacity.StrictFIFO && len(observed) < len(ahead) {
 		// The cycle leaves out what comes after a gang whose pods admission
 		// has not seen yet (observed.go), for the moment it takes.
 		out.Verdict = capacity.Verdict{Key: key, Cause: capacity.CauseQueued,
 			Message: "queued behind a gang whose pods admission is still taking in (StrictFIFO)"}
+		out.Reason = outcomeOf(out.Verdict).Reason
 		return out
 	}
 	ahead = observed
@@ -82,6 +94,8 @@ func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now
 	for _, v := range verdicts {
 		if v.Key == key {
 			out.Verdict = v
+			out.Reason = outcomeOf(v).Reason
+			out.Nodes = nodesByIndex(pods, v)
 			if a.autoscale != nil {
 				ask := a.autoscale.wouldAsk(v, a.autoscale.demandOf(pg, c.Pods, c.Copies), out.Ahead)
 				out.Ask = &ask
@@ -92,6 +106,7 @@ func (a *Mode) WhatIf(pg *v1alpha1.PodGroup, pods []*corev1.Pod, need int32, now
 	// Admit gives a verdict for every candidate; this is a defect, said
 	// as the gang's answer rather than as a crash.
 	out.Verdict = capacity.Verdict{Key: key, Cause: capacity.CauseQueued, Message: "the admission cycle gave the gang no verdict"}
+	out.Reason = outcomeOf(out.Verdict).Reason
 	return out
 }
 
@@ -105,6 +120,19 @@ func withUIDs(pods []*corev1.Pod) []*corev1.Pod {
 			p.UID = types.UID(fmt.Sprintf("whatif-%d", i))
 		}
 		out[i] = p
+	}
+	return out
+}
+
+// nodesByIndex is where v puts each of pods, by index.
+func nodesByIndex(pods []*corev1.Pod, v capacity.Verdict) []string {
+	at := make(map[types.UID]string, len(v.Assignments))
+	for _, as := range v.Assignments {
+		at[as.Pod.UID] = as.Node
+	}
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = at[p.UID]
 	}
 	return out
 }
