@@ -1,5 +1,5 @@
 // Command kubectl-muster is Muster's kubectl plugin: put it on PATH and run
-// kubectl muster explain pg NAME, or kubectl muster top.
+// kubectl muster explain pg NAME, top, queue, or whatif -f FILE.
 package main
 
 import (

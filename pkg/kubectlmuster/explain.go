@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -79,6 +80,7 @@ func explain(ctx context.Context, c *clients, name string, out io.Writer, now ti
 	if err != nil {
 		return err
 	}
+	queued := queueLine(ctx, c, name)
 	// Each section is aligned on its own, as kubectl describe's are.
 	w := printers.GetNewTabWriter(out)
 	section := func() {
@@ -101,6 +103,9 @@ func explain(ctx context.Context, c *clients, name string, out io.Writer, now ti
 		}
 	}
 	fmt.Fprintf(w, "What would let it run:\t%s\n", wouldLetItRun(pg, admitted))
+	if queued != "" {
+		fmt.Fprintf(w, "Queue:\t%s\n", queued)
+	}
 
 	section()
 	fmt.Fprintf(w, "Conditions:\n")
@@ -133,6 +138,21 @@ func explain(ctx context.Context, c *clients, name string, out io.Writer, now ti
 	fmt.Fprintf(w, "Events:\n")
 	writeEvents(w, events.Items, now)
 	return nil
+}
+
+// queueLine is where the group stands in the admission queue; "" when it
+// is not in it, or when the server serves no queue (NotFound either way):
+// explain asks servers older than the queue too.
+func queueLine(ctx context.Context, c *clients, name string) string {
+	p, err := c.muster.SchedulingV1alpha1().PendingPodGroups(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ""
+	case err != nil:
+		// The rest of what explain says stands without it.
+		return "<unknown>: " + err.Error()
+	}
+	return position(p.Queue)
 }
 
 // gangLine says what the group's policy asks for.

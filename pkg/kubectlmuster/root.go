@@ -6,10 +6,16 @@ package kubectlmuster
 
 import (
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/generated/clientset/versioned"
@@ -26,7 +32,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	flags.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newExplainCommand(flags, streams), newTopCommand(flags, streams))
+	cmd.AddCommand(newExplainCommand(flags, streams), newTopCommand(flags, streams),
+		newQueueCommand(flags, streams), newWhatIfCommand(flags, streams))
 	return cmd
 }
 
@@ -36,6 +43,9 @@ type clients struct {
 	kube      kubernetes.Interface
 	muster    versioned.Interface
 	namespace string
+	// explicitNamespace says the namespace came from -n: as kubectl does,
+	// an object read from a file may then not name another.
+	explicitNamespace bool
 }
 
 func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
@@ -43,7 +53,7 @@ func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, err
 	}
@@ -55,5 +65,50 @@ func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("muster client: %w", err)
 	}
-	return &clients{kube: kube, muster: muster, namespace: ns}, nil
+	return &clients{kube: kube, muster: muster, namespace: ns, explicitNamespace: explicit}, nil
+}
+
+// addOutputFlags adds kubectl's -o and its companions, and names the
+// formats the command prints itself (extra) among those -o takes.
+func addOutputFlags(cmd *cobra.Command, printFlags *genericclioptions.PrintFlags, extra ...string) {
+	printFlags.AddFlags(cmd)
+	formats := slices.Concat(extra, printFlags.AllowedFormats())
+	cmd.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s).", strings.Join(formats, ", "))
+}
+
+// output is how a command prints: as -o asks (format), with printer; or,
+// printer nil, in its own way (format "", or one of its own formats).
+type output struct {
+	format  string
+	printer printers.ResourcePrinter
+}
+
+// newOutput is the output -o asks for, own being the formats the command
+// prints itself.
+func newOutput(printFlags *genericclioptions.PrintFlags, own ...string) (output, error) {
+	o := output{format: *printFlags.OutputFormat}
+	if o.format == "" || slices.Contains(own, o.format) {
+		return o, nil
+	}
+	p, err := printFlags.ToPrinter()
+	o.printer = p
+	return o, err
+}
+
+// print prints obj with the printer; a list item by item for -o name, as
+// kubectl get does, since the name printer takes no lists.
+func (o output) print(obj runtime.Object, out io.Writer) error {
+	if o.format != "name" || !meta.IsListType(obj) {
+		return o.printer.PrintObj(obj, out)
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		if err := o.printer.PrintObj(item, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
