@@ -120,3 +120,66 @@ func expectLines(t *testing.T, what, out string, patterns ...string) {
 		}
 	}
 }
+
+// TestPluginWhatIfAndQueue: kubectl muster whatif -f reads a Job from a
+// file and says where its gang would run, pod by pod; kubectl muster queue
+// lists the gang that waits with why, and explain gives its place in the
+// queue.
+func TestPluginWhatIfAndQueue(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	ns := namespace(t, ctx)
+	nodes := poolNodes(t, ctx, ns, 2, "32", nil)
+	job := `apiVersion: batch/v1
+kind: Job
+metadata: {name: plug-job}
+spec:
+  completions: 2
+  parallelism: 2
+  completionMode: Indexed
+  template:
+    metadata:
+      labels: {scheduling.muster.dev/pod-group: plug-job}
+      annotations: {scheduling.muster.dev/group-by: instance}
+    spec:
+      restartPolicy: Never
+      nodeSelector: {` + poolKey + `: ` + ns + `}
+      tolerations: [{key: ` + poolKey + `, operator: Equal, value: ` + ns + `, effect: NoSchedule}]
+      containers: [{name: main, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "20"}}}]
+`
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := kubectlMuster(ctx, t, "whatif", "-f", file, "-n", ns)
+	if err != nil {
+		t.Fatalf("whatif -f job.yaml: %v: %s", err, out)
+	}
+	nodeAlt := strings.Join([]string{regexp.QuoteMeta(nodes[0]), regexp.QuoteMeta(nodes[1])}, "|")
+	expectLines(t, "whatif -f job.yaml", out,
+		`(?m)^Workload:\s+Job plug-job$`,
+		`(?m)^Verdict:\s+Would run now$`,
+		`(?m)^PodGroup:\s+plug-job: minCount 2, 2 pods, priority 0$`,
+		`(?m)^\s+plug-job-0\s+(`+nodeAlt+`)$`,
+		`(?m)^\s+plug-job-1\s+(`+nodeAlt+`)$`,
+	)
+
+	createGang(t, ctx, ns, "holds", 2, "20", "")
+	waitBound(t, ctx, ns, "holds", 2)
+	createGang(t, ctx, ns, "waits", 2, "20", "")
+	waitAdmitted(t, ctx, ns, "waits", metav1.ConditionFalse, scheduling.ReasonInsufficientCapacity)
+	var queue string
+	waitFor(t, ctx, "waits in kubectl muster queue", func(ctx context.Context) (bool, error) {
+		queue, err = kubectlMuster(ctx, t, "queue", "-n", ns)
+		return err == nil && strings.Contains(queue, "InsufficientCapacity"), nil
+	})
+	expectLines(t, "queue", queue,
+		`(?m)^POSITION\s+NAME\s+PRIORITY\s+PODS\s+MINCOUNT\s+NEEDS\s+WAITING\s+REASON$`,
+		`(?m)^\d+/\d+\s+waits\s+0\s+2\s+2\s+cpu 40\s+\S+\s+InsufficientCapacity$`,
+	)
+	explain, err := kubectlMuster(ctx, t, "explain", "pg", "waits", "-n", ns)
+	if err != nil {
+		t.Fatalf("explain pg waits: %v: %s", err, explain)
+	}
+	expectLines(t, "explain pg waits", explain, `(?m)^Queue:\s+position \d+ of \d+`)
+	t.Logf("kubectl muster whatif -f job.yaml:\n%s\nkubectl muster queue:\n%s", out, queue)
+}

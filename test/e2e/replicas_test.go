@@ -63,6 +63,20 @@ func TestTwoReplicas(t *testing.T) {
 			t.Errorf("the replica without the Lease sent %v %v: only the leader's controller may act", v, k)
 		}
 	}
+
+	// A what-if asked of the replica that does not lead is forwarded to
+	// the leader, which alone runs admission: both answer the same.
+	poolNodes(t, ctx, ns, 1, "8", nil)
+	pods := gangPods(ns, "asked", 2, "6", "")
+	viaLeader := whatIf(t, ctx, muster, ns, newGroupObject(ns, "asked", 2), pods)
+	viaReplica := whatIf(t, ctx, replica, ns, newGroupObject(ns, "asked", 2), pods)
+	if viaLeader.Admitted || viaLeader.Message == "" || viaReplica.Reason != viaLeader.Reason || viaReplica.Message != viaLeader.Message {
+		t.Errorf("what-if through the replica: %s: %q; through the leader: %s: %q; want the same refusal",
+			viaReplica.Reason, viaReplica.Message, viaLeader.Reason, viaLeader.Message)
+	}
+	if _, err := replica.SchedulingV1alpha1().PendingPodGroups(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("listing the queue through the replica: %v", err)
+	}
 }
 
 // TestLeaderFailover kills the leading replica while a second one runs: the
