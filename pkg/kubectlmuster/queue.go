@@ -33,11 +33,7 @@ func newQueueCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 			if err != nil {
 				return err
 			}
-			ns := c.namespace
-			if all {
-				ns = metav1.NamespaceAll
-			}
-			return queue(cmd.Context(), c, ns, out, streams, time.Now())
+			return queue(cmd.Context(), c, c.scope(all), out, streams, time.Now())
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "The whole queue, every namespace's gangs in it.")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -46,6 +47,14 @@ type clients struct {
 	// explicitNamespace says the namespace came from -n: as kubectl does,
 	// an object read from a file may then not name another.
 	explicitNamespace bool
+}
+
+// scope is the namespace a listing command reads: all of them with -A.
+func (c *clients) scope(all bool) string {
+	if all {
+		return metav1.NamespaceAll
+	}
+	return c.namespace
 }
 
 func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {

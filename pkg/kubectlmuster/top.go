@@ -34,11 +34,7 @@ func newTopCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 			if err != nil {
 				return err
 			}
-			ns := c.namespace
-			if all {
-				ns = metav1.NamespaceAll
-			}
-			return top(cmd.Context(), c, ns, streams.Out)
+			return top(cmd.Context(), c, c.scope(all), streams.Out)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Gangs of every namespace, a row per namespace and state.")

@@ -137,6 +137,12 @@ func TestPolicyMusterCapacityRequestPods(t *testing.T) {
 // ClusterRole edit, bound there), as a tenant would.
 func tenantClient(t *testing.T, ctx context.Context, ns string) kubernetes.Interface {
 	t.Helper()
+	return env.ImpersonatingClient(editor(t, ctx, ns))
+}
+
+// editor is a user bound to the built-in edit role in ns alone.
+func editor(t *testing.T, ctx context.Context, ns string) string {
+	t.Helper()
 	user := "tenant-" + ns
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
@@ -146,5 +152,5 @@ func tenantClient(t *testing.T, ctx context.Context, ns string) kubernetes.Inter
 	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return env.ImpersonatingClient(user)
+	return user
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,23 +47,15 @@ func whatIf(t *testing.T, ctx context.Context, client versioned.Interface, ns st
 // folded into it.
 func tenantMuster(t *testing.T, ctx context.Context, ns string) versioned.Interface {
 	t.Helper()
-	user := "tenant-" + ns
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: editor(t, ctx, ns)}
 	return versioned.NewForConfigOrDie(cfg)
 }
 
 // TestWhatIfWouldRunHere: a what-if says the gang would run now, and on
 // which node each pod would go; the same gang, submitted next, is placed
-// on exactly those nodes. Nothing was created by the what-if.
+// on exactly those nodes. The what-if created nothing and recorded no
+// event.
 func TestWhatIfWouldRunHere(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	ns := namespace(t, ctx)
@@ -81,6 +72,9 @@ func TestWhatIfWouldRunHere(t *testing.T) {
 	}
 	if l, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Fatalf("the what-if left pods in %s: %v, %v", ns, l, err)
+	}
+	if l, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("the what-if recorded events in %s: %v, %v", ns, l, err)
 	}
 	want := map[string]string{}
 	for _, p := range st.Placements {
