@@ -31,9 +31,12 @@ func newWhatIfCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 		Long: `Asks the server what admission would decide for each workload in the files
 (a Job, a JobSet, or the Pods that name one group), with the PodGroup its pods
 name when the files hold it, without submitting anything: nothing is created,
-reserved or recorded. Other objects in the files are skipped.`,
+reserved or recorded. A PodGroup that no workload in the files names is asked
+about alone, its pods made from its roles' templates (a PodGroup with pod
+templates). Other objects in the files are skipped.`,
 		Example: `  kubectl muster whatif -f job.yaml
   kubectl muster whatif -f podgroup.yaml -f jobset.yaml -o yaml
+  kubectl muster whatif -f podgroup-with-role-templates.yaml
   helm template ./chart | kubectl muster whatif -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,12 +59,17 @@ reserved or recorded. Other objects in the files are skipped.`,
 }
 
 // workload is what one WhatIfReview asks about: a Job, a JobSet, or the
-// Pods of one namespace that name one group; with the PodGroup its pods
-// name, when the files hold it.
+// Pods of one namespace that name one group, with the PodGroup its pods
+// name when the files hold it; or a PodGroup alone, which no other
+// workload names.
 type workload struct {
 	kind      string
 	namespace string
-	objects   []*unstructured.Unstructured
+	// objects are the workload's: its Job, its JobSet, its Pods, or the
+	// PodGroup alone.
+	objects []*unstructured.Unstructured
+	// at is where its first object comes in the files.
+	at int
 	// group is the name the pods' pod-group label gives.
 	group    string
 	podGroup *unstructured.Unstructured
@@ -102,7 +110,7 @@ func whatIf(ctx context.Context, c *clients, filenames []string, out output, str
 		return err
 	}
 	if len(wls) == 0 {
-		return fmt.Errorf("no Job, JobSet or Pod in %s", strings.Join(filenames, ", "))
+		return fmt.Errorf("no Job, JobSet, Pod or PodGroup in %s", strings.Join(filenames, ", "))
 	}
 	var errs []error
 	var answers []runtime.RawExtension
@@ -205,16 +213,18 @@ func groupsNamed(u *unstructured.Unstructured) []string {
 
 // workloads groups the objects read into the workloads to ask about, in
 // the order they come: each Job and JobSet on its own, the Pods of a
-// namespace that name the same group together; each with the PodGroup of
-// the files its pods name. It warns on warn of the objects it skips: other
-// kinds, and PodGroups no workload's pods name.
+// namespace that name the same group together, each with the PodGroup of
+// the files its pods name; and each PodGroup that no workload's pods name
+// on its own, for the server to make its pods from its roles' templates.
+// It warns on warn of the objects it skips, of other kinds.
 func workloads(infos []*resource.Info, namespace string, explicitNamespace bool, warn io.Writer) ([]*workload, error) {
 	type key struct{ namespace, name string }
 	var out []*workload
 	podsOf := map[key]*workload{}
 	podGroups := map[key]*unstructured.Unstructured{}
+	podGroupAt := map[key]int{}
 	var podGroupOrder []key
-	for _, info := range infos {
+	for at, info := range infos {
 		u, ok := info.Object.(*unstructured.Unstructured)
 		if !ok {
 			return nil, fmt.Errorf("%s: read %T, not an object", info.Source, info.Object)
@@ -230,7 +240,7 @@ func workloads(infos []*resource.Info, namespace string, explicitNamespace bool,
 		kind := kindOf(u)
 		switch kind {
 		case "":
-			fmt.Fprintf(warn, "Warning: skipping %s %s/%s from %s: whatif asks about Jobs, JobSets and Pods, and the PodGroups they name\n",
+			fmt.Fprintf(warn, "Warning: skipping %s %s/%s from %s: whatif asks about Jobs, JobSets, Pods and PodGroups\n",
 				u.GetKind(), ns, objectName(u), info.Source)
 			continue
 		case "PodGroup":
@@ -239,6 +249,7 @@ func workloads(infos []*resource.Info, namespace string, explicitNamespace bool,
 				return nil, fmt.Errorf("PodGroup %s/%s is in the files twice", ns, u.GetName())
 			}
 			podGroups[k] = u
+			podGroupAt[k] = at
 			podGroupOrder = append(podGroupOrder, k)
 			continue
 		}
@@ -246,7 +257,7 @@ func workloads(infos []*resource.Info, namespace string, explicitNamespace bool,
 		if len(groups) > 1 {
 			return nil, fmt.Errorf("%s %s/%s: its pods name %d groups (%s), and a gang is one group", kind, ns, objectName(u), len(groups), strings.Join(groups, ", "))
 		}
-		w := &workload{kind: kind, namespace: ns, objects: []*unstructured.Unstructured{u}}
+		w := &workload{kind: kind, namespace: ns, objects: []*unstructured.Unstructured{u}, at: at}
 		if len(groups) == 1 {
 			w.group = groups[0]
 		}
@@ -270,30 +281,34 @@ func workloads(infos []*resource.Info, namespace string, explicitNamespace bool,
 	}
 	for _, k := range podGroupOrder {
 		if !paired[k] {
-			fmt.Fprintf(warn, "Warning: skipping PodGroup %s/%s: no Job, JobSet or Pod in the files has pods that name it\n", k.namespace, k.name)
+			pg := podGroups[k]
+			out = append(out, &workload{kind: "PodGroup", namespace: k.namespace, objects: []*unstructured.Unstructured{pg},
+				at: podGroupAt[k], group: k.name, podGroup: pg})
 		}
 	}
+	slices.SortStableFunc(out, func(a, b *workload) int { return a.at - b.at })
 	return out, nil
 }
 
 // review is the WhatIfReview that asks about the workload: its object, a
-// v1 List for several Pods, and its PodGroup.
+// v1 List for several Pods, and its PodGroup; a PodGroup alone is
+// spec.podGroup without spec.object.
 func (w *workload) review() (*v1alpha1.WhatIfReview, error) {
-	var obj any = w.objects[0].Object
-	if len(w.objects) > 1 {
-		items := make([]any, len(w.objects))
-		for i, o := range w.objects {
-			items[i] = o.Object
+	r := &v1alpha1.WhatIfReview{ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace}}
+	if w.kind != "PodGroup" {
+		var obj any = w.objects[0].Object
+		if len(w.objects) > 1 {
+			items := make([]any, len(w.objects))
+			for i, o := range w.objects {
+				items[i] = o.Object
+			}
+			obj = map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
 		}
-		obj = map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the workload: %w", err)
-	}
-	r := &v1alpha1.WhatIfReview{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.namespace},
-		Spec:       v1alpha1.WhatIfReviewSpec{Object: runtime.RawExtension{Raw: raw}},
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the workload: %w", err)
+		}
+		r.Spec.Object = runtime.RawExtension{Raw: raw}
 	}
 	if w.podGroup != nil {
 		pg := &v1alpha1.PodGroup{}

@@ -80,7 +80,21 @@ spec: {schedulingPolicy: {gang: {minCount: 4}}}
 apiVersion: scheduling.muster.dev/v1alpha1
 kind: PodGroup
 metadata: {name: llm, namespace: team-a}
-spec: {schedulingPolicy: {gang: {minCount: 4}}}
+spec:
+  schedulingPolicy: {gang: {minCount: 4}}
+  roles:
+  - {name: leader, count: 1, template: {requests: {cpu: "2"}}}
+  - {name: worker, count: 3, template: {requests: {cpu: "1"}, nodeSelector: {pool: gpu}}}
+`
+	// A PodGroup with pod templates: a driver, and executors it creates.
+	podGroupSpark = `apiVersion: scheduling.muster.dev/v1alpha1
+kind: PodGroup
+metadata: {name: spark}
+spec:
+  schedulingPolicy: {gang: {minCount: 5}}
+  roles:
+  - {name: driver, count: 1, template: {requests: {cpu: "1"}}}
+  - {name: executor, count: 4, createdLater: true, template: {requests: {cpu: "4"}}}
 `
 	// A v1 List of two pods of group sweep, a pod of its own group, and
 	// a Deployment.
@@ -127,6 +141,17 @@ var (
 		Placements: []v1alpha1.WhatIfPlacement{{Pod: "solo", Node: "node-3"}},
 		Queue:      v1alpha1.QueuePosition{Position: 1, Waiting: 1},
 	}
+	// runsFromTemplates answers for team-a's PodGroup llm of jobSetLLM.
+	runsFromTemplates = v1alpha1.WhatIfReviewStatus{
+		PodGroup: "llm", MinCount: 4, Pods: 4, Admitted: true, Reason: scheduling.ReasonGangFits,
+		Placements: []v1alpha1.WhatIfPlacement{{Pod: "llm-leader-0", Node: "node-1"}, {Pod: "llm-worker-0", Node: "node-2"}, {Pod: "llm-worker-1", Node: "node-2"}, {Pod: "llm-worker-2", Node: "node-2"}},
+		Queue:      v1alpha1.QueuePosition{Position: 1, Waiting: 1},
+	}
+	sparkWaits = v1alpha1.WhatIfReviewStatus{
+		PodGroup: "spark", MinCount: 5, Pods: 1, Reason: scheduling.ReasonInsufficientCapacity,
+		Message: "1 pod requesting cpu 1 and 4 created later requesting cpu 4 each, 3 fit",
+		Queue:   v1alpha1.QueuePosition{Position: 1, Waiting: 1},
+	}
 	waits = v1alpha1.WhatIfReviewStatus{
 		PodGroup: "sweep", MinCount: 2, Pods: 2, Reason: scheduling.ReasonInsufficientCapacity,
 		Message:    "2 pods requesting cpu 8 each, 1 fits",
@@ -157,7 +182,9 @@ func TestWhatIf(t *testing.T) {
 		wantOut      string
 		wantIn       []string
 		wantWarnings []string
-		wantErr      string
+		// wantNotWarned must not be in stderr.
+		wantNotWarned []string
+		wantErr       string
 	}{{
 		name:         "a Job pairs with the PodGroup of another file that its pod template names, in the context's namespace",
 		files:        []string{podGroupTrain, jobTrain},
@@ -179,11 +206,14 @@ Queue:   position 1 of 1, first
 `,
 		wantWarnings: []string{"Warning: skipping ConfigMap team-a/settings from "},
 	}, {
-		name:         "a JobSet in its own namespace pairs with the PodGroup of that namespace only; it would preempt",
-		files:        []string{jobSetLLM},
-		namespace:    "team-a",
-		answers:      []answer{{status: preempts}},
-		wantRequests: []string{"team-b: JobSet llm; podGroup team-b/llm"},
+		name:      "a JobSet in its own namespace pairs with the PodGroup of that namespace only, and would preempt; the other, which nothing names, is asked about alone",
+		files:     []string{jobSetLLM},
+		namespace: "team-a",
+		answers:   []answer{{status: preempts}, {status: runsFromTemplates}},
+		wantRequests: []string{
+			"team-b: JobSet llm; podGroup team-b/llm",
+			"team-a: no object; podGroup team-a/llm",
+		},
 		wantOut: `Workload:    JobSet llm
 Namespace:   team-b
 Verdict:     Would preempt
@@ -200,8 +230,41 @@ Preemptions:
   team-b/batch-7                            4      0
   <a gang in a namespace you cannot read>   2      100
 Queue:   position 2 of 5; ahead: etl in this namespace; 3 gangs elsewhere: 2 at priority 1000 (16 pods), 1 at priority 0 (4 pods)
+
+Workload:    PodGroup llm
+Namespace:   team-a
+Verdict:     Would run now
+PodGroup:    llm (from the file): minCount 4, 4 pods, priority 0
+Placements:
+  POD            NODE
+  llm-leader-0   node-1
+  llm-worker-0   node-2
+  llm-worker-1   node-2
+  llm-worker-2   node-2
+Queue:   position 1 of 1, first
 `,
-		wantWarnings: []string{"Warning: skipping PodGroup team-a/llm: no Job, JobSet or Pod in the files has pods that name it"},
+		wantNotWarned: []string{"skipping PodGroup"},
+	}, {
+		name:      "a PodGroup that no workload names is a review of its own, spec.podGroup without spec.object, in the order of the files",
+		files:     []string{podGroupSpark, podGroupTrain, jobTrain},
+		namespace: "team-a",
+		answers:   []answer{{status: sparkWaits}, {status: runs}},
+		wantRequests: []string{
+			"team-a: no object; podGroup team-a/spark",
+			"team-a: Job train; podGroup team-a/train",
+		},
+		wantIn: []string{`Workload:    PodGroup spark
+Namespace:   team-a
+Verdict:     Waits: InsufficientCapacity: 1 pod requesting cpu 1 and 4 created later requesting cpu 4 each, 3 fit
+PodGroup:    spark (from the file): minCount 5, 1 pod, priority 0
+Placements:
+  <none>
+Queue:   position 1 of 1, first
+
+Workload:          Job train
+`},
+		wantWarnings:  []string{"Warning: skipping ConfigMap team-a/settings from "},
+		wantNotWarned: []string{"skipping PodGroup"},
 	}, {
 		name:      "pods naming one group are one review, a v1 List; a pod of another group is another; read from stdin",
 		files:     []string{"-"},
@@ -246,7 +309,7 @@ Queue:   position 1 of 1, first
 		name:      "files of other kinds only: nothing to ask",
 		files:     []string{"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"},
 		namespace: "team-a",
-		wantErr:   "no Job, JobSet or Pod in",
+		wantErr:   "no Job, JobSet, Pod or PodGroup in",
 	}, {
 		name:      "a review the server refuses does not stop the next",
 		files:     []string{jobTrain, jobSetLLM},
@@ -254,9 +317,10 @@ Queue:   position 1 of 1, first
 		answers: []answer{
 			{err: apierrors.NewForbidden(v1alpha1.Resource("whatifreviews"), "", fmt.Errorf("no"))},
 			{status: preempts},
+			{status: runsFromTemplates},
 		},
-		wantRequests: []string{"team-a: Job train; no podGroup", "team-b: JobSet llm; podGroup team-b/llm"},
-		wantIn:       []string{"Workload:    JobSet llm", "Would preempt"},
+		wantRequests: []string{"team-a: Job train; no podGroup", "team-b: JobSet llm; podGroup team-b/llm", "team-a: no object; podGroup team-a/llm"},
+		wantIn:       []string{"Workload:    JobSet llm", "Would preempt", "Workload:    PodGroup llm"},
 		wantErr:      "Job train in team-a: whatifreviews.scheduling.muster.dev is forbidden",
 	}, {
 		name:         "-o yaml prints the review the server returns",
@@ -345,12 +409,18 @@ Queue:   position 1 of 1, first
 					t.Errorf("stderr:\n%s\nwant it to hold %q", errOut, want)
 				}
 			}
+			for _, not := range tt.wantNotWarned {
+				if strings.Contains(errOut.String(), not) {
+					t.Errorf("stderr:\n%s\nwant it not to hold %q", errOut, not)
+				}
+			}
 		})
 	}
 }
 
 // requestOf says what a review carries: "team-a: Job train; podGroup
-// team-a/train", or for a List, the kinds and names of its items.
+// team-a/train", or for a List, the kinds and names of its items, or "no
+// object".
 func requestOf(t *testing.T, r *v1alpha1.WhatIfReview) string {
 	t.Helper()
 	type object struct {
@@ -361,17 +431,23 @@ func requestOf(t *testing.T, r *v1alpha1.WhatIfReview) string {
 		Items []object `json:"items"`
 	}
 	var o object
-	if err := json.Unmarshal(r.Spec.Object.Raw, &o); err != nil {
+	s := r.Namespace + ": "
+	if raw := r.Spec.Object.Raw; len(raw) == 0 && r.Spec.Object.Object == nil {
+		s += "no object"
+	} else if err := json.Unmarshal(raw, &o); err != nil {
 		t.Fatalf("spec.object: %v", err)
+	} else {
+		s += o.Kind
 	}
-	s := r.Namespace + ": " + o.Kind
-	if o.Kind == "List" {
+	switch {
+	case o.Kind == "":
+	case o.Kind == "List":
 		var items []string
 		for _, i := range o.Items {
 			items = append(items, i.Kind+" "+i.Metadata.Name)
 		}
 		s += " [" + strings.Join(items, ", ") + "]"
-	} else {
+	default:
 		s += " " + o.Metadata.Name
 	}
 	if pg := r.Spec.PodGroup; pg != nil {

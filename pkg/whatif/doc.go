@@ -10,7 +10,9 @@
 //
 //   - the pods: the Job controller's and the JobSet controller's pod
 //     creation (job.go, jobset.go), a Pod as given, a List's Pods in order
-//     (object.go);
+//     (object.go), or, for spec.podGroup alone, the pods of its roles made
+//     from their templates as admission takes a role's pod to be
+//     (roles.go);
 //   - kube-apiserver's admission of each pod: the API's defaults
 //     (k8s.io/kubernetes/pkg/apis/core/v1), the Priority plugin
 //     (priority.go), then Muster's own webhooks, by pods.Prepare, which

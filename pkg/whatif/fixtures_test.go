@@ -82,6 +82,34 @@ func gangGroup(name string, minCount int32) *v1alpha1.PodGroup {
 	}
 }
 
+// rolesGroup is a gang of the roles, its minCount their sum, as
+// validation asks.
+func rolesGroup(name string, roles ...v1alpha1.PodGroupRole) *v1alpha1.PodGroup {
+	var sum int32
+	for _, r := range roles {
+		sum += r.Count
+	}
+	pg := gangGroup(name, sum)
+	pg.Spec.Roles = roles
+	return pg
+}
+
+// role is a role of count pods, each requesting cpu, with a template
+// unless cpu is "".
+func role(name string, count int32, cpu string) v1alpha1.PodGroupRole {
+	r := v1alpha1.PodGroupRole{Name: name, Count: count}
+	if cpu != "" {
+		r.Template = &v1alpha1.PodGroupRoleTemplate{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+	}
+	return r
+}
+
+// later makes a role createdLater.
+func later(r v1alpha1.PodGroupRole) v1alpha1.PodGroupRole {
+	r.CreatedLater = true
+	return r
+}
+
 // raw encodes objects as a review carries them.
 func raw(t testing.TB, v any) runtime.RawExtension {
 	t.Helper()

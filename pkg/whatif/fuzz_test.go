@@ -39,6 +39,7 @@ func FuzzFromReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet","metadata":{"name":"t"},"spec":{"replicatedJobs":[{"name":"w","replicas":2147483647,"template":{"spec":{"parallelism":2147483647}}}]}}`), []byte(`null`))
 	f.Add([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"generateName":"-"},"spec":{"completionMode":"Indexed","completions":3,"template":{"metadata":{"labels":{"scheduling.muster.dev/pod-group":""},"annotations":{"scheduling.muster.dev/group-by":"instance"}}}}}`), []byte(`{"spec":{"schedulingPolicy":{"gang":{"minCount":-1}}}}`))
 	f.Add([]byte(`null`), []byte(`[]`))
+	f.Add([]byte(nil), []byte(`{"metadata":{"name":"g"},"spec":{"schedulingPolicy":{"gang":{"minCount":3}},"roles":[{"name":"a","count":1,"template":{"requests":{"cpu":"1"}}},{"name":"b","count":2,"createdLater":true,"template":{}}]}}`))
 
 	lookup := workloadLookup{&fakeLookup{
 		groups:    map[string]*v1alpha1.PodGroup{ns + "/stored": gangGroup("stored", 2)},

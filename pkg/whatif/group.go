@@ -65,7 +65,7 @@ func (r *reviewer) givenGroup(name string, given *v1alpha1.PodGroup, exists bool
 	}
 	if exists {
 		return nil, field.ErrorList{field.Invalid(namePath, name, fmt.Sprintf(
-			"PodGroup %s/%s already exists, so its create would conflict; leave spec.podGroup out to ask about the pods joining it", r.namespace, name))}
+			"PodGroup %s/%s already exists, so its create would conflict; to ask about pods joining it, give them as spec.object and leave spec.podGroup out", r.namespace, name))}
 	}
 	pg, errs := r.asStored(given) // store.go
 	if len(errs) > 0 {

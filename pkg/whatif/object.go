@@ -217,7 +217,7 @@ func (b *podBytes) add(template *corev1.PodTemplateSpec, count int64, path *fiel
 		return nil
 	}
 	return &field.Error{Type: field.ErrorTypeTooLong, Field: path.String(), BadValue: field.OmitValueType{},
-		Detail: fmt.Sprintf("the pods the object would create come to more than %d bytes of JSON (MaxPodBytes), %d copies of this %d-byte template among them; a review makes each pod",
+		Detail: fmt.Sprintf("the pods the review would make come to more than %d bytes of JSON (MaxPodBytes), %d copies of this %d-byte template among them; a review makes each pod",
 			MaxPodBytes, count, len(raw))}
 }
 

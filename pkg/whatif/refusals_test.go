@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -177,6 +178,40 @@ func refusalCases() []refusalCase {
 		{name: "spec.podGroup naming a Workload that does not exist", object: job("train"), lookup: fakeLookup{workloads: map[string]*v1alpha1.Workload{}},
 			podGroup: &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "train"}, Spec: v1alpha1.PodGroupSpec{WorkloadRef: &v1alpha1.WorkloadReference{WorkloadName: "llm", TemplateName: "w"}}},
 			wants:    []want{{typeInv, pgPath + ".spec.workloadRef.workloadName"}}},
+
+		// spec.podGroup alone, a PodGroup with pod templates.
+		{name: "no object, and spec.podGroup without roles", podGroup: gangGroup("g", 2), wants: []want{{typeReq, "spec.object"}}},
+		{name: "no object, and a role that is not createdLater without a template", podGroup: rolesGroup("g", role("leader", 1, "1"), role("worker", 2, "")),
+			wants: []want{{typeReq, pgPath + ".spec.roles[1].template"}}},
+		{name: "no object, and a role of the Workload template without a template",
+			podGroup: &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: v1alpha1.PodGroupSpec{WorkloadRef: &v1alpha1.WorkloadReference{WorkloadName: "spark", TemplateName: "job"}}},
+			lookup:   fakeLookup{workloads: map[string]*v1alpha1.Workload{ns + "/spark": workloadWithRoles("spark", "job", role("driver", 1, ""))}},
+			wants:    []want{{typeReq, pgPath + ".spec.roles[0].template"}}},
+		{name: "no object, and spec.podGroup without a name", podGroup: rolesGroup("", role("w", 1, "1")),
+			wants: []want{{typeReq, pgPath + ".metadata.name"}}},
+		{name: "no object, and spec.podGroup that is stored already", podGroup: rolesGroup("train", role("w", 4, "1")), lookup: stored,
+			wants: []want{{typeInv, pgPath + ".metadata.name"}}},
+		{name: "no object, and spec.podGroup that the API would refuse",
+			podGroup: func() *v1alpha1.PodGroup {
+				pg := rolesGroup("g", role("w", 2, "1"))
+				pg.Spec.SchedulingPolicy.Gang.MinCount = 3
+				return pg
+			}(),
+			wants: []want{{typeInv, pgPath + ".spec.schedulingPolicy.gang.minCount"}}},
+		{name: "no object, and role pods that come to more than MaxPodBytes",
+			podGroup: func() *v1alpha1.PodGroup {
+				r := role("w", MaxPods, "1")
+				r.Template.NodeSelector = map[string]string{}
+				for i := range 250 {
+					r.Template.NodeSelector[fmt.Sprintf("example.com/k%03d", i)] = strings.Repeat("x", 50)
+				}
+				return rolesGroup("g", r)
+			}(),
+			wants: []want{{typeLong, pgPath + ".spec.roles[0].template"}}},
+		{name: "no object, and the stored groups cannot be read", podGroup: rolesGroup("g", role("w", 1, "1")), lookup: fakeLookup{groupErr: errDown},
+			wants: []want{{typeInter, "spec"}}},
+		{name: "no object, and the classes cannot be read", podGroup: rolesGroup("g", role("w", 1, "1")), lookup: fakeLookup{classErr: errDown},
+			wants: []want{{typeInter, pgPath + ".spec.roles[0].template.spec.priorityClassName"}}},
 	}
 }
 

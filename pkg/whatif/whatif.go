@@ -60,7 +60,8 @@ type Gang struct {
 	// Names are the name of each pod as its controller would name it, or
 	// "<prefix><index>" when generated: "<job>-<index>" for a Job's pods,
 	// "<generateName><index>" for a Pod of a List that has only a
-	// generateName.
+	// generateName, "<group>-<role>-<index>" for a pod made from a role's
+	// template.
 	Names []string
 	// Need is how many of Pods must be placed at once: the group's
 	// gang.minCount, or 1 for a basic group, as the controller asks of
@@ -85,6 +86,12 @@ type Gang struct {
 // cluster through lookup is a field.ErrorTypeInternal error, to be
 // answered as the server's fault. It never changes spec.
 //
+// When spec.object is empty (no JSON, no object), spec.podGroup is a
+// PodGroup with pod templates: the gang's pods are made from its roles'
+// templates, count pods of each role that is not createdLater, and go
+// through kube-apiserver's admission as the others do (roles.go). Every
+// such role must have a template, and the group must have roles.
+//
 // A Job or JobSet that has only a generateName is given a stand-in name:
 // its generateName followed by "00000", five characters in place of the
 // random ones kube-apiserver would append (it never generates a 0), so
@@ -99,11 +106,14 @@ func FromReview(namespace string, spec *v1alpha1.WhatIfReviewSpec, lookup Lookup
 	case lookup == nil:
 		return nil, field.ErrorList{field.InternalError(specPath, fmt.Errorf("no lookup of the cluster"))}
 	}
+	r := &reviewer{namespace: namespace, lookup: lookup, priorities: priorities{lookup: lookup}}
+	if objectEmpty(&spec.Object) {
+		return r.fromRoles(spec.PodGroup) // roles.go
+	}
 	w, errs := decodeObject(namespace, &spec.Object, specPath.Child("object")) // object.go
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	r := &reviewer{namespace: namespace, lookup: lookup, priorities: priorities{lookup: lookup}}
 	pods, warnings, errs := r.admitPods(w) // admit.go
 	if len(errs) > 0 {
 		return nil, errs

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	schedulingapi "k8s.io/kubernetes/pkg/apis/scheduling"
@@ -42,6 +43,24 @@ func workloadWith(name, template string, minCount int32) *v1alpha1.Workload {
 			SchedulingPolicy: v1alpha1.PodGroupSchedulingPolicy{Gang: &v1alpha1.GangSchedulingPolicy{MinCount: minCount}},
 		}}},
 	}
+}
+
+// workloadWithRoles is a Workload with one template of a gang of roles.
+func workloadWithRoles(name, template string, roles ...v1alpha1.PodGroupRole) *v1alpha1.Workload {
+	w := workloadWith(name, template, rolesGroup("", roles...).Spec.SchedulingPolicy.Gang.MinCount)
+	w.Spec.PodGroupTemplates[0].Roles = roles
+	return w
+}
+
+var gpuToleration = corev1.Toleration{Key: "example.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
+// h100Affinity requires nodes of one accelerator.
+func h100Affinity() *corev1.NodeAffinity {
+	return &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "example.com/accelerator", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}},
+		}}},
+	}}
 }
 
 // gangCase is a review that is answered: the gang's group, need, sizing
@@ -264,6 +283,62 @@ func gangCases() []gangCase {
 					t.Errorf("warnings = %q, want the webhook's", g.Warnings)
 				}
 			},
+		},
+
+		// spec.podGroup alone: a PodGroup with pod templates.
+		{
+			name: "spec.podGroup alone makes count pods of each role from its template, in the order of the roles",
+			podGroup: func() *v1alpha1.PodGroup {
+				leader := role("leader", 1, "2")
+				leader.Template.NodeSelector = map[string]string{"pool": "cpu"}
+				worker := role("worker", 3, "1")
+				worker.Template.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
+				worker.Template.Tolerations = []corev1.Toleration{gpuToleration}
+				worker.Template.NodeAffinity = h100Affinity()
+				return rolesGroup("llm", leader, worker)
+			}(),
+			lookup: fakeLookup{classes: []*schedulingv1.PriorityClass{class("default", 10, true, "")}},
+			group:  "llm", need: 4, names: []string{"llm-leader-0", "llm-worker-0", "llm-worker-1", "llm-worker-2"},
+			check: func(t *testing.T, g *Gang) {
+				wantPriority("default", 10, corev1.PreemptLowerPriority)(t, g)
+				leader, worker := g.Pods[0], g.Pods[2]
+				if leader.Labels[scheduling.RoleLabel] != "leader" || worker.Labels[scheduling.RoleLabel] != "worker" {
+					t.Errorf("role labels %q, %q; want leader, worker", leader.Labels[scheduling.RoleLabel], worker.Labels[scheduling.RoleLabel])
+				}
+				if worker.Name != "llm-worker-1" || worker.GenerateName != "" {
+					t.Errorf("name %q, generateName %q; want llm-worker-1 and none", worker.Name, worker.GenerateName)
+				}
+				if len(leader.Spec.Containers) != 1 || len(worker.Spec.Containers) != 1 {
+					t.Fatalf("containers %d, %d; want one each", len(leader.Spec.Containers), len(worker.Spec.Containers))
+				}
+				if got := leader.Spec.Containers[0].Resources.Requests; got.Cpu().String() != "2" || !got.Memory().IsZero() {
+					t.Errorf("leader requests %v, want cpu 2", got)
+				}
+				if got := worker.Spec.Containers[0].Resources.Requests; got.Cpu().String() != "1" || got.Memory().String() != "1Gi" {
+					t.Errorf("worker requests %v, want cpu 1, memory 1Gi", got)
+				}
+				if !reflect.DeepEqual(leader.Spec.NodeSelector, map[string]string{"pool": "cpu"}) || len(worker.Spec.NodeSelector) != 0 {
+					t.Errorf("node selectors %v, %v; want the leader's pool only", leader.Spec.NodeSelector, worker.Spec.NodeSelector)
+				}
+				if !reflect.DeepEqual(worker.Spec.Tolerations, []corev1.Toleration{gpuToleration}) || len(leader.Spec.Tolerations) != 0 {
+					t.Errorf("tolerations %v, %v; want the worker's only", leader.Spec.Tolerations, worker.Spec.Tolerations)
+				}
+				if a := worker.Spec.Affinity; a == nil || !reflect.DeepEqual(a.NodeAffinity, h100Affinity()) || leader.Spec.Affinity != nil {
+					t.Errorf("affinities %+v, %+v; want the worker's node affinity only", leader.Spec.Affinity, worker.Spec.Affinity)
+				}
+			},
+		},
+		{
+			name:     "spec.podGroup alone: a createdLater role makes no pods, and the need still counts it",
+			podGroup: rolesGroup("spark", role("driver", 1, "1"), later(role("executor", 4, "2"))),
+			group:    "spark", need: 5, names: []string{"spark-driver-0"},
+		},
+		{
+			name: "spec.podGroup alone: a Workload template gives the roles",
+			podGroup: &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "wl"},
+				Spec: v1alpha1.PodGroupSpec{WorkloadRef: &v1alpha1.WorkloadReference{WorkloadName: "spark", TemplateName: "job"}}},
+			lookup: fakeLookup{workloads: map[string]*v1alpha1.Workload{ns + "/spark": workloadWithRoles("spark", "job", role("driver", 1, "1"), later(role("executor", 2, "1")))}},
+			group:  "wl", need: 3, names: []string{"wl-driver-0"},
 		},
 	}
 }

@@ -30,13 +30,18 @@ type WhatIfReviewSpec struct {
 	// Object is the workload as it would be submitted: a batch/v1 Job, a
 	// jobset.x-k8s.io JobSet, a v1 Pod, or a v1 List of Pods. Its pods
 	// must carry the label scheduling.muster.dev/pod-group, as they would
-	// to form a gang; a namespace, when set, must be the review's.
+	// to form a gang; a namespace, when set, must be the review's. It may
+	// be left empty when podGroup has roles, each with a template unless
+	// it is createdLater (a PodGroup with pod templates): the review then
+	// makes the gang's pods from the templates, count pods of each role
+	// not createdLater, named <group>-<role>-<index>.
 	Object runtime.RawExtension
 
 	// PodGroup is the group the pods would form, when it would be created
 	// beside them. Without it the group is the one that stands under the
 	// pods' group name, or else the one the controller would create: from
-	// the pods' annotations, or sized by the object.
+	// the pods' annotations, or sized by the object. It is required when
+	// object is empty.
 	PodGroup *PodGroup
 }
 
