@@ -29,6 +29,15 @@ func writes(a apiCalls) float64 {
 // scrapeCalls reads the controller's request counters from Muster's
 // /metrics, as the cluster admin.
 func (d *driver) scrapeCalls(ctx context.Context) (apiCalls, error) {
+	body, err := d.scrapeMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return apicalls.Parse(body)
+}
+
+// scrapeMetrics reads the leader's /metrics.
+func (d *driver) scrapeMetrics(ctx context.Context) ([]byte, error) {
 	cfg, err := d.c.MusterConfig(d.c.MusterURL)
 	if err != nil {
 		return nil, err
@@ -50,5 +59,5 @@ func (d *driver) scrapeCalls(ctx context.Context) (apiCalls, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s: %v", resp.Status, err)
 	}
-	return apicalls.Parse(body)
+	return body, nil
 }

@@ -57,6 +57,9 @@ type config struct {
 	// pipeline and through Muster.
 	sweepRates []float64
 	sweepFor   time.Duration
+	// whatIfNodes is how many nodes the what-if phase measures on (0: no
+	// such phase).
+	whatIfNodes int
 }
 
 func main() {
@@ -98,6 +101,7 @@ func run() error {
 	flag.IntVar(&opts.NodePods, "node-pods", nodePods, "pod capacity of each node")
 	flag.StringVar(&rates, "sweep-rates", "2,5,10,15,20,30", "gangs per second offered in turn in the rate sweep, through the raw pipeline and through Muster (empty: no sweep)")
 	flag.DurationVar(&cfg.sweepFor, "sweep-for", 6*time.Second, "how long each rate of the sweep is offered")
+	flag.IntVar(&cfg.whatIfNodes, "whatif-nodes", 1000, "nodes of the what-if phase, which asks what-ifs while the latency phase's load runs again (0: no such phase)")
 	flag.StringVar(&levels, "levels", "0,200,1000", "scale: the backlog depths measured in turn, in gangs")
 	flag.IntVar(&sc.burstGangs, "burst-gangs", 200, "scale: gangs that fit offered at once at each level, for admissions per second")
 	flag.IntVar(&sc.bigNodes, "big-nodes", 500, "scale: the nodes of the last level (0: no such level)")
@@ -130,6 +134,9 @@ func run() error {
 			return errors.New("--burst-gangs must be positive, --big-pods not negative, and --big-nodes at most 1000")
 		}
 		cfg.idleProbes = max(cfg.idleProbes, 1)
+	}
+	if cfg.whatIfNodes > 1000 {
+		return errors.New("--whatif-nodes is at most 1000")
 	}
 	if cfg.gangSize < 1 || cfg.gangs < 1 || cfg.rate <= 0 || cfg.burstPods < cfg.gangSize || cfg.concurrency < 1 {
 		return errors.New("--gang-size, --gangs, --rate and --concurrency must be positive, and --burst-pods at least --gang-size")

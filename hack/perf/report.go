@@ -48,6 +48,20 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 				fmt.Sprintf("the same behind the backlog: p99 %.2f x that with none waiting", ratio(percentile(i.behind, 99).Seconds(), percentile(i.alone, 99).Seconds())))
 		}
 	}
+	if wi := r.whatIf; wi != nil {
+		errs := ""
+		if wi.errors > 0 {
+			errs = fmt.Sprintf("; %d failed, first: %v", wi.errors, wi.firstErr)
+		}
+		row(fmt.Sprintf("what-if p50 / p99 / max, gang of %d on %d nodes", cfg.gangSize, wi.nodes),
+			fmt.Sprintf("%s / %s / %s", ms(percentile(wi.answers, 50)), ms(percentile(wi.answers, 99)), ms(percentile(wi.answers, 100))),
+			fmt.Sprintf("%d answers (%d: would run now) through kube-apiserver at %d/s while %d gangs were offered at %.0f/s%s",
+				len(wi.answers), wi.admitted, whatIfPerSec, wi.gangs, cfg.rate, errs))
+		row("  a PodGroup GET meanwhile, p50 / p99", fmt.Sprintf("%s / %s", ms(percentile(wi.gets, 50)), ms(percentile(wi.gets, 99))),
+			"the same path (client, kube-apiserver's aggregator, Muster), the request itself next to nothing")
+		row("  of the what-if, in Muster p50 / p99", fmt.Sprintf("<= %s / <= %s", msf(wi.inMuster[0]), msf(wi.inMuster[1])),
+			"muster_whatif_duration_seconds (bucket bounds): the translation and the cycle, on the leader")
+	}
 	row("API writes per pod", fmt.Sprintf("%.2f", writes(r.calls)/float64(r.pods)), fmt.Sprintf("all of Muster's writes over %d labelled pods", r.pods))
 	keys := make([]apicalls.Key, 0, len(r.calls))
 	for k := range r.calls {
@@ -75,4 +89,5 @@ func (r *report) print(out io.Writer, cfg config, c *cluster.Cluster) {
 
 func perSec(v float64) string     { return fmt.Sprintf("%.0f/s", v) }
 func ms(d time.Duration) string   { return fmt.Sprintf("%dms", d.Milliseconds()) }
+func msf(secs float64) string     { return fmt.Sprintf("%.1fms", secs*1000) }
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -24,6 +24,7 @@ type report struct {
 	lat     *latency
 	idle    *idle
 	sweep   []sweepPoint
+	whatIf  *whatIfResult
 	calls   apiCalls
 	pods    int // labelled pods Muster handled while calls were counted
 	exact   exactness
@@ -76,7 +77,13 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 	if rep.sweep, sweepGroups, err = d.measureSweep(ctx); err != nil {
 		return nil, err
 	}
-	if rep.exact, err = d.audit(ctx, burstGroups, latGroups, sweepGroups); err != nil {
+	whatIfGroups := groupPods{}
+	if d.cfg.whatIfNodes > 0 {
+		if rep.whatIf, whatIfGroups, err = d.measureWhatIf(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if rep.exact, err = d.audit(ctx, burstGroups, latGroups, sweepGroups, whatIfGroups); err != nil {
 		return nil, err
 	}
 	rep.elapsed = time.Since(began)

@@ -75,11 +75,13 @@ func (s *Service) Lead(l *Leader) (stop func()) {
 // Review answers a what-if for namespace, for the caller in ctx.
 func (s *Service) Review(ctx context.Context, namespace string, spec *v1alpha1.WhatIfReviewSpec) (*v1alpha1.WhatIfReviewStatus, error) {
 	var st *v1alpha1.WhatIfReviewStatus
+	start := s.clock.Now()
 	if l := s.local.Load(); l != nil {
 		var err error
 		if st, err = s.answer(l, namespace, spec); err != nil {
 			return nil, err
 		}
+		observeReview("here", start)
 	} else {
 		c, err := s.leader(ctx)
 		if err != nil {
@@ -88,6 +90,7 @@ func (s *Service) Review(ctx context.Context, namespace string, spec *v1alpha1.W
 		if st, err = c.Review(ctx, namespace, spec); err != nil {
 			return nil, err
 		}
+		observeReview("forwarded", start)
 	}
 	s.redact(ctx, namespace, st)
 	return st, nil
