@@ -7,10 +7,13 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -148,28 +151,37 @@ func (o *Options) peerTrust() []byte {
 }
 
 // selfName returns this server's own user name, as kube-apiserver
-// authenticates its credentials (a SelfSubjectReview, asked once it is
-// first needed, and again until it succeeds).
+// authenticates its credentials, "" until it is known: a SelfSubjectReview,
+// asked in the background from the first call on, every 10 s until one
+// succeeds. No request waits for it; until it is known, the leader limits
+// forwarded reviews as any caller's.
 func selfName(kubeConfig *rest.Config) func() string {
 	var (
-		mu   sync.Mutex
-		name string
+		once sync.Once
+		name atomic.Pointer[string]
 	)
-	return func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		if name != "" {
-			return name
-		}
+	ask := func() {
 		kube, err := kubernetes.NewForConfig(kubeConfig)
 		if err != nil {
-			return ""
+			return
 		}
-		r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		if err != nil {
-			return ""
+		_ = wait.PollUntilContextCancel(context.Background(), 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if err != nil || r.Status.UserInfo.Username == "" {
+				return false, nil
+			}
+			n := r.Status.UserInfo.Username
+			name.Store(&n)
+			return true, nil
+		})
+	}
+	return func() string {
+		once.Do(func() { go ask() })
+		if n := name.Load(); n != nil {
+			return *n
 		}
-		name = r.Status.UserInfo.Username
-		return name
+		return ""
 	}
 }
