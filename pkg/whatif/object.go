@@ -61,6 +61,7 @@ type workload struct {
 }
 
 // decodeObject returns the pods that spec.object would make, in namespace.
+// FromReview has taken an empty object to mean the group's roles.
 func decodeObject(namespace string, obj *runtime.RawExtension, path *field.Path) (*workload, field.ErrorList) {
 	raw := obj.Raw
 	if len(raw) == 0 && obj.Object != nil {
@@ -68,9 +69,6 @@ func decodeObject(namespace string, obj *runtime.RawExtension, path *field.Path)
 		if raw, err = json.Marshal(obj.Object); err != nil {
 			return nil, field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("cannot be encoded as JSON: %v", err))}
 		}
-	}
-	if len(raw) == 0 {
-		return nil, field.ErrorList{field.Required(path, "must be the workload as it would be submitted: "+joinKinds())}
 	}
 	decoded, gvk, errs := decode(raw, path)
 	if len(errs) > 0 {

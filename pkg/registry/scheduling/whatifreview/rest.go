@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -38,19 +37,15 @@ func NewREST(scheme *runtime.Scheme, answer Answerer, limiter *Limiter) *REST {
 }
 
 var (
-	_ rest.Creater                  = &REST{}
-	_ rest.Scoper                   = &REST{}
-	_ rest.SingularNameProvider     = &REST{}
-	_ rest.GroupVersionKindProvider = &REST{}
+	_ rest.Creater              = &REST{}
+	_ rest.Scoper               = &REST{}
+	_ rest.SingularNameProvider = &REST{}
 )
 
 func (r *REST) New() runtime.Object     { return &scheduling.WhatIfReview{} }
 func (r *REST) Destroy()                {}
 func (r *REST) NamespaceScoped() bool   { return true }
 func (r *REST) GetSingularName() string { return "whatifreview" }
-func (r *REST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return v1alpha1.SchemeGroupVersion.WithKind("WhatIfReview")
-}
 
 // Create answers the review. Its namespace is the request's; a review that
 // names another is refused, as a LocalSubjectAccessReview is.
