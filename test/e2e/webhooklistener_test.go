@@ -94,8 +94,9 @@ func createLabelledPods(ctx context.Context, kube kubernetes.Interface, ns, pref
 
 // TestSlowWebhookClientsDoNotFailPodCreates opens 800 TLS connections to the
 // address kube-apiserver calls the webhook at, each sending a review body a
-// byte at a time, as an anonymous caller and as one holding the client
-// certificate kube-apiserver presents, and creates labelled pods through
+// byte at a time, from a pod's address (not kube-apiserver's), as an
+// anonymous caller and as one holding the client certificate
+// kube-apiserver presents, and creates labelled pods through
 // kube-apiserver meanwhile: every create succeeds, gated.
 func TestSlowWebhookClientsDoNotFailPodCreates(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
@@ -115,7 +116,7 @@ func TestSlowWebhookClientsDoNotFailPodCreates(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			stop := attack.SlowWebhookClients(ctx, addr, slowClients, tt.tls)
+			stop := attack.SlowWebhookClientsFrom(ctx, attack.Source, addr, slowClients, tt.tls)
 			opened := time.Since(start)
 			// For longer than the listener's read deadline and the
 			// webhook's timeout, so that slow clients are cut off and

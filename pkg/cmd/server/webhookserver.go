@@ -73,6 +73,26 @@ const (
 	// (pods.MaxRequestBytes), not the whole read timeout.
 	WebhookMinBodyRate = 1 << 20 // bytes per second
 	WebhookBodyGrace   = time.Second
+	// WebhookOverShareDelay is how long a caller whose address holds its
+	// share of the body budget waits for its 503, the Retry-After it is
+	// told: the bytes it sent are given back at once, but a caller that
+	// retries at once is paced to one try a second per connection.
+	WebhookOverShareDelay = time.Second
+	// WebhookMaxConnsPerAddress bounds the connections open at once from
+	// one remote address. kube-apiserver calls a webhook over HTTP/2, one
+	// connection per kube-apiserver, and every pod has an address of its
+	// own; 64 leaves room for a kube-apiserver that speaks HTTP/1.1 (a
+	// connection per call in flight, and WebhookMaxInFlight is 64).
+	WebhookMaxConnsPerAddress = 64
+	// WebhookHeldConnTimeout is how long a connection over its address's
+	// bound is held, unread and unanswered, before it is closed: as long as
+	// any caller is given for its handshake and headers. A caller that
+	// reconnects at once then costs an accept per hold, not a TLS handshake
+	// per try.
+	WebhookHeldConnTimeout = WebhookReadHeaderTimeout
+	// WebhookMaxHeldConns bounds the connections held at once; past it,
+	// one over its address's bound is closed as soon as it is accepted.
+	WebhookMaxHeldConns = 4096
 	// WebhookSaturated is the share of the body budget, held at once, at
 	// which /readyz answers 503, as it does when every in-flight slot is
 	// taken: the Service sends new calls to the other replicas.
@@ -96,6 +116,8 @@ type webhookServer struct {
 	// limits.maxBufferedPerHost.
 	hostMu sync.Mutex
 	byHost map[string]int64
+	// conns bounds the connections from one address, once serving.
+	conns atomic.Pointer[perAddressListener]
 	// ready is set once the replica serves the API too, so that a new
 	// replica does not join the Service before its API does; it never goes
 	// back, as the webhook needs no storage.
@@ -115,6 +137,12 @@ type webhookLimits struct {
 	// minBodyRate and bodyGrace bound how long a body may take to arrive.
 	minBodyRate int64
 	bodyGrace   time.Duration
+	// overShareDelay paces a caller over its address's share.
+	overShareDelay time.Duration
+	// maxConnsPerAddress (0 for no bound), heldConnTimeout and maxHeldConns
+	// bound the connections from one address.
+	maxConnsPerAddress, maxHeldConns int
+	heldConnTimeout                  time.Duration
 }
 
 var defaultWebhookLimits = webhookLimits{
@@ -129,6 +157,10 @@ var defaultWebhookLimits = webhookLimits{
 	maxBufferedPerHost: WebhookMaxBufferedBytesPerHost,
 	minBodyRate:        WebhookMinBodyRate,
 	bodyGrace:          WebhookBodyGrace,
+	overShareDelay:     WebhookOverShareDelay,
+	maxConnsPerAddress: WebhookMaxConnsPerAddress,
+	heldConnTimeout:    WebhookHeldConnTimeout,
+	maxHeldConns:       WebhookMaxHeldConns,
 }
 
 func newWebhookServer(logger klog.Logger, certs dynamiccertificates.CertKeyContentProvider, clientCA dynamiccertificates.CAContentProvider, webhook http.Handler, limits webhookLimits) *webhookServer {
@@ -203,6 +235,11 @@ func (s *webhookServer) httpServer() *http.Server {
 
 // serve serves l until ctx ends, then shuts down gracefully.
 func (s *webhookServer) serve(ctx context.Context, l net.Listener) error {
+	if s.limits.maxConnsPerAddress > 0 {
+		bounded := newPerAddressListener(l, s.limits.maxConnsPerAddress, s.limits.heldConnTimeout, s.limits.maxHeldConns)
+		s.conns.Store(bounded)
+		l = bounded
+	}
 	srv := s.httpServer()
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(l, "", "") }()
@@ -299,7 +336,18 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 				switch {
 				case errors.As(err, &tooLarge):
 					pods.WriteStatus(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", pods.MaxRequestBytes))
-				case errors.Is(err, errOverBudget), errors.Is(err, errHostOverBudget):
+				case errors.Is(err, errHostOverBudget):
+					// Its bytes are given back before it is paced.
+					budget.release()
+					pace := time.NewTimer(s.limits.overShareDelay)
+					select {
+					case <-pace.C:
+					case <-r.Context().Done():
+					}
+					pace.Stop()
+					w.Header().Set("Retry-After", "1")
+					pods.WriteStatus(w, http.StatusServiceUnavailable, err.Error())
+				case errors.Is(err, errOverBudget):
 					w.Header().Set("Retry-After", "1")
 					pods.WriteStatus(w, http.StatusServiceUnavailable, err.Error())
 				case errors.Is(err, os.ErrDeadlineExceeded):
@@ -359,7 +407,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *budgetReader) release() { b.s.give(b.host, b.held) }
+func (b *budgetReader) release() { b.s.give(b.host, b.held); b.held = 0 }
 
 // take counts n more bytes held for host, or refuses them.
 func (s *webhookServer) take(host string, n int64) error {

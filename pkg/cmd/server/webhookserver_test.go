@@ -244,9 +244,11 @@ func TestWebhookDeadlines(t *testing.T) {
 // TestSlowClientsDoNotStarveTheWebhook holds many more slow connections
 // than the listener has in-flight slots, each dribbling a body, and checks
 // that a caller that sends its review at once is still answered, at once.
+// The slots alone are tested: the connections per address are not bounded.
 func TestSlowClientsDoNotStarveTheWebhook(t *testing.T) {
 	limits := defaultWebhookLimits
 	limits.maxInFlight = 4
+	limits.maxConnsPerAddress = 0
 	addr, roots := startWebhookServer(t, nil, limits, true)
 	stop := attack.SlowWebhookClients(context.Background(), addr, 200, nil)
 	defer stop()
@@ -335,10 +337,12 @@ func holdBody(t *testing.T, addr string, roots *x509.CertPool, ws *webhookServer
 
 // TestWebhookPerHostBudget: callers from one address hold at most their
 // share of the body budget; a body that would pass it is refused with 503
-// and says so, a smaller one is served.
+// and says so, after the pacing delay and with its bytes given back before
+// that; a smaller one is served.
 func TestWebhookPerHostBudget(t *testing.T) {
 	limits := defaultWebhookLimits
 	limits.maxBuffered, limits.maxBufferedPerHost = 1<<20, 1000
+	limits.overShareDelay = 500 * time.Millisecond
 	addr, roots, ws := startWebhookServerWith(t, nil, limits, true)
 	holdBody(t, addr, roots, ws, 2000, 900)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
@@ -347,12 +351,14 @@ func TestWebhookPerHostBudget(t *testing.T) {
 		body     string
 		want     int
 		wantBody string
+		paced    bool
 	}{
-		{"a body that would pass the address's share is refused", strings.Repeat(" ", 200), http.StatusServiceUnavailable, "callers from this address hold"},
-		{"a body within what is left of it is served", strings.Repeat(" ", 50), http.StatusOK, ""},
+		{"a body that would pass the address's share is refused", strings.Repeat(" ", 200), http.StatusServiceUnavailable, "callers from this address hold", true},
+		{"a body within what is left of it is served", strings.Repeat(" ", 50), http.StatusOK, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
 			code, body, err := post(client, addr, manifests.MutatePath, tt.body)
 			if err != nil {
 				t.Fatal(err)
@@ -360,8 +366,30 @@ func TestWebhookPerHostBudget(t *testing.T) {
 			if code != tt.want || !strings.Contains(body, tt.wantBody) {
 				t.Errorf("status %d %q, want %d with %q", code, body, tt.want, tt.wantBody)
 			}
+			if took := time.Since(start); tt.paced && took < limits.overShareDelay {
+				t.Errorf("refused after %v, before the pacing delay %v", took, limits.overShareDelay)
+			}
 		})
 	}
+	t.Run("a refused body's bytes are given back while it is paced", func(t *testing.T) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _, _ = post(client, addr, manifests.MutatePath, strings.Repeat(" ", 200))
+		}()
+		// The stalled caller's 900 bytes stay held; the refused body's are
+		// given back within its delay, before it is answered.
+		time.Sleep(limits.overShareDelay / 2)
+		if n := ws.buffered.Load(); n != 900 {
+			t.Errorf("%d bytes held halfway through the refused body's delay, want the stalled caller's 900", n)
+		}
+		select {
+		case <-done:
+			t.Errorf("the refused body was answered before its delay")
+		default:
+		}
+		<-done
+	})
 }
 
 // TestWebhookMinBodyRate: a caller that sends all of a body but a byte and

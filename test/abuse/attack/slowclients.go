@@ -14,6 +14,16 @@ import (
 	"github.com/muster-dev/muster/pkg/manifests"
 )
 
+// Source is the loopback address the tests' attacks come from: a pod of
+// the attacker's has an address of its own, not kube-apiserver's
+// (127.0.0.1 in the tests' clusters), and the webhook bounds what each
+// address may hold.
+const Source = "127.0.0.2"
+
+// SecondSource is the address of a second pod of the attacker's, for an
+// attack that must not share Source's bounds.
+const SecondSource = "127.0.0.3"
+
 // slowBodyBytes is the Content-Length a slow client announces: a body of
 // this size takes minutes at one byte per slowByteEvery.
 const slowBodyBytes = 1 << 20
