@@ -37,9 +37,12 @@ func IsEnding(p *corev1.Pod) bool {
 // IsActive reports whether a pod still counts against its gang and holds
 // its node: it has not ended and, with fast release (KEP-6143), is not
 // being deleted either. Without fast release a pod being deleted stays
-// active until it is terminal, as kube-scheduler counts it until then.
+// active until it is terminal, as kube-scheduler counts it until then; a
+// pod deleted while Muster still gated it is on no node and will never
+// run, so it is not active in either mode (it may never turn terminal, and
+// counted it would let a framework's replacements be released short).
 func IsActive(p *corev1.Pod, fastRelease bool) bool {
-	if fastRelease {
+	if fastRelease || HasGate(p) {
 		return !IsEnding(p)
 	}
 	return !IsTerminal(p)

@@ -103,6 +103,13 @@ func TestClassifyPods(t *testing.T) {
 		gated:       []string{"never-ran"},
 		tracked:     []string{"never-ran"},
 	}, {
+		name:     "without fast release a deleted pod that was never released is not active: it will never run",
+		pods:     []*corev1.Pod{newPod("never-ran", deletedAt(now.Add(30*time.Second)))},
+		want:     counters{pods: 1, gated: 1},
+		released: []string{"never-ran"},
+		gated:    []string{"never-ran"},
+		tracked:  []string{"never-ran"},
+	}, {
 		// PodGC marks an unscheduled pod being deleted Failed before it
 		// removes it: it still ran nothing.
 		name:        "a deleted pod that was never bound and that PodGC marked Failed is released, not counted",
