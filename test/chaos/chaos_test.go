@@ -142,7 +142,11 @@ func TestChaos(t *testing.T) {
 	var short []string
 	for _, g := range l.gangs {
 		if g.short.Load() {
-			short = append(short, g.name)
+			why := g.name
+			if w := g.shortWhy.Load(); w != nil {
+				why = *w
+			}
+			short = append(short, why)
 		}
 	}
 	l.ending.Store(true)

@@ -64,6 +64,8 @@ type gang struct {
 	// released short.
 	lastSent atomic.Int32
 	short    atomic.Bool
+	// shortWhy says which pod was first seen released short, and when.
+	shortWhy atomic.Pointer[string]
 
 	mu sync.Mutex
 	// pods are every generation's pods, in the order they were planned.
@@ -313,11 +315,21 @@ func (l *load) checkHeld(ctx context.Context, g *gang, gen int) error {
 		l.checks.Add(1)
 		for i := range list.Items {
 			if p := &list.Items[i]; generation(p) == gen && !scheduling.HasGate(p) {
-				g.short.Store(true)
+				g.markShort(p, "listed without the gate before the generation's last pod was created")
 			}
 		}
 		return nil
 	})
+}
+
+// markShort marks the gang released short, and keeps the first pod that
+// showed it: its name, generation, resourceVersion, the time and how it
+// was seen, which the report prints to find it in Muster's logs.
+func (g *gang) markShort(p *corev1.Pod, how string) {
+	g.short.Store(true)
+	why := fmt.Sprintf("%s: pod %s (generation %d, resourceVersion %s, node %q) %s at %s",
+		g.name, p.Name, generation(p), p.ResourceVersion, p.Spec.NodeName, how, time.Now().Format("15:04:05.000"))
+	g.shortWhy.CompareAndSwap(nil, &why)
 }
 
 // generation is the generation of a pod of the load.
@@ -361,8 +373,8 @@ func (l *load) observe(ctx context.Context, p *corev1.Pod) {
 	if g == nil || l.ending.Load() {
 		return
 	}
-	if !scheduling.HasGate(p) && int(g.lastSent.Load()) < generation(p) {
-		g.short.Store(true)
+	if sent := g.lastSent.Load(); !scheduling.HasGate(p) && int(sent) < generation(p) {
+		g.markShort(p, fmt.Sprintf("seen without the gate while the newest generation whose last pod was sent is %d", sent))
 	}
 	switch reason := disruption(p); reason {
 	case "":
