@@ -22,11 +22,6 @@ import (
 	"github.com/muster-dev/muster/test/cluster"
 )
 
-// attackerSource is the address the attacks' own connections come from;
-// stalledBodies calls from a second pod's, so that item 8's connections,
-// at their address's bound, leave it its own.
-const attackerSource = hostile.Source
-
 // The defaults of muster-apiserver's bounds on groups made from pods
 // (--created-podgroup-qps, --created-podgroup-burst), which the suite's
 // Muster keeps.
@@ -55,7 +50,8 @@ func webhookHost() (string, error) {
 // got a 503. The suite's webhook takes anonymous callers, as the chart's
 // default does where kube-apiserver presents no client certificate; every
 // well-behaved create must still be accepted. It calls from a pod other
-// than item 8's.
+// than item 8's (hostile.SecondSource), whose connections, at their
+// address's bound, would leave it none.
 func stalledBodies(met *hostile.StallStats) func(ctx context.Context, m tenant) (string, func() string, error) {
 	return func(ctx context.Context, m tenant) (string, func() string, error) {
 		addr, err := webhookHost()

@@ -359,7 +359,7 @@ func slowWebhookClients(ctx context.Context, m tenant) (string, func() string, e
 		return "", nil, fmt.Errorf("the webhook's address %q: %v", env.MusterWebhookURL, err)
 	}
 	start := time.Now()
-	stop := hostile.SlowWebhookClientsFrom(ctx, attackerSource, u.Host, 800, nil)
+	stop := hostile.SlowWebhookClientsFrom(ctx, hostile.Source, u.Host, 800, nil)
 	said := fmt.Sprintf("800 connections opened in %v", time.Since(start).Round(time.Millisecond))
 	return said, func() string {
 		st := stop()

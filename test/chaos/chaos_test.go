@@ -141,12 +141,8 @@ func TestChaos(t *testing.T) {
 	}
 	var short []string
 	for _, g := range l.gangs {
-		if g.short.Load() {
-			why := g.name
-			if w := g.shortWhy.Load(); w != nil {
-				why = *w
-			}
-			short = append(short, why)
+		if why := g.short.Load(); why != nil {
+			short = append(short, *why)
 		}
 	}
 	l.ending.Store(true)

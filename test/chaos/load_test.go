@@ -63,9 +63,9 @@ type gang struct {
 	// (-1 before): a pod of a later generation released before that was
 	// released short.
 	lastSent atomic.Int32
-	short    atomic.Bool
-	// shortWhy says which pod was first seen released short, and when.
-	shortWhy atomic.Pointer[string]
+	// short, once set, says which pod first showed the gang released
+	// short, and when.
+	short atomic.Pointer[string]
 
 	mu sync.Mutex
 	// pods are every generation's pods, in the order they were planned.
@@ -326,10 +326,9 @@ func (l *load) checkHeld(ctx context.Context, g *gang, gen int) error {
 // showed it: its name, generation, resourceVersion, the time and how it
 // was seen, which the report prints to find it in Muster's logs.
 func (g *gang) markShort(p *corev1.Pod, how string) {
-	g.short.Store(true)
 	why := fmt.Sprintf("%s: pod %s (generation %d, resourceVersion %s, node %q) %s at %s",
 		g.name, p.Name, generation(p), p.ResourceVersion, p.Spec.NodeName, how, time.Now().Format("15:04:05.000"))
-	g.shortWhy.CompareAndSwap(nil, &why)
+	g.short.CompareAndSwap(nil, &why)
 }
 
 // generation is the generation of a pod of the load.

@@ -39,7 +39,7 @@ func (l *perAddressListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr := remoteHost(c.RemoteAddr())
+		addr := hostOf(c.RemoteAddr().String())
 		l.mu.Lock()
 		if l.open[addr] < l.max {
 			l.open[addr]++
@@ -108,14 +108,12 @@ func (c *countedConn) Close() error {
 	return err
 }
 
-// remoteHost is an address without its port.
-func remoteHost(a net.Addr) string {
-	if t, ok := a.(*net.TCPAddr); ok {
-		return t.IP.String()
-	}
-	host, _, err := net.SplitHostPort(a.String())
+// hostOf is a remote address without its port: what the listener and the
+// body budget count by.
+func hostOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return a.String()
+		return addr
 	}
 	return host
 }

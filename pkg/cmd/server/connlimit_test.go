@@ -84,7 +84,7 @@ func TestPerAddressListener(t *testing.T) {
 	}
 	dialFrom(t, "127.0.0.1", addr)
 	other := next("another address's connection")
-	if got := remoteHost(other.RemoteAddr()); got != "127.0.0.1" {
+	if got := hostOf(other.RemoteAddr().String()); got != "127.0.0.1" {
 		t.Fatalf("accepted a connection from %s, want 127.0.0.1's", got)
 	}
 	for i, c := range over {
@@ -100,7 +100,7 @@ func TestPerAddressListener(t *testing.T) {
 	// for its next.
 	_ = within[0].Close()
 	dialFrom(t, attackerAddress, addr)
-	if got := remoteHost(next("once one was closed").RemoteAddr()); got != attackerAddress {
+	if got := hostOf(next("once one was closed").RemoteAddr().String()); got != attackerAddress {
 		t.Errorf("accepted a connection from %s, want %s's", got, attackerAddress)
 	}
 }

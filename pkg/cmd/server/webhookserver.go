@@ -324,11 +324,7 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 			allowed := min(s.limits.bodyGrace+time.Duration(size*int64(time.Second)/s.limits.minBodyRate), s.limits.read)
 			by := time.Now().Add(allowed)
 			_ = http.NewResponseController(w).SetReadDeadline(by) // the server's ReadTimeout stays if unsupported
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if err != nil {
-				host = r.RemoteAddr
-			}
-			budget := &budgetReader{r: http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes), s: s, host: host}
+			budget := &budgetReader{r: http.MaxBytesReader(w, r.Body, pods.MaxRequestBytes), s: s, host: hostOf(r.RemoteAddr)}
 			defer budget.release()
 			body, err := io.ReadAll(budget)
 			if err != nil {
