@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,9 @@ type gang struct {
 	restartPending bool
 	generation     int
 	gaveUp         bool
+	// history is what led to each restart, for the report of a gang
+	// released short.
+	history []string
 }
 
 // podSeen is what a gang's restart waits on: none of its pods is released
@@ -326,9 +330,26 @@ func (l *load) checkHeld(ctx context.Context, g *gang, gen int) error {
 // showed it: its name, generation, resourceVersion, the time and how it
 // was seen, which the report prints to find it in Muster's logs.
 func (g *gang) markShort(p *corev1.Pod, how string) {
-	why := fmt.Sprintf("%s: pod %s (generation %d, resourceVersion %s, node %q) %s at %s",
-		g.name, p.Name, generation(p), p.ResourceVersion, p.Spec.NodeName, how, time.Now().Format("15:04:05.000"))
+	if g.short.Load() != nil {
+		return
+	}
+	g.mu.Lock()
+	history, seen := strings.Join(g.history, "; "), g.seenNow()
+	g.mu.Unlock()
+	why := fmt.Sprintf("%s: pod %s (generation %d, resourceVersion %s, node %q) %s at %s; pods as last seen: %s; restarts: %s",
+		g.name, p.Name, generation(p), p.ResourceVersion, p.Spec.NodeName, how, time.Now().Format("15:04:05.000"), seen, history)
 	g.short.CompareAndSwap(nil, &why)
+}
+
+// seenNow lists what the informer last showed of each of the gang's pods,
+// sorted by name. g.mu is held.
+func (g *gang) seenNow() string {
+	var out []string
+	for name, s := range g.seen {
+		out = append(out, fmt.Sprintf("%s gated=%t terminal=%t deleted=%t", name, s.gated, s.terminal, s.deleted))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // generation is the generation of a pod of the load.
@@ -436,9 +457,15 @@ func (g *gang) observe(p *corev1.Pod) restartPlan {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seen[p.Name] = podSeen{gated: scheduling.HasGate(p), terminal: scheduling.IsTerminal(p), deleted: p.DeletionTimestamp != nil}
-	if preemptedByMuster(p) && !g.evicted[p.Name] {
+	// A framework restarts the generation it runs. Muster's mark may land
+	// on a pod that had just ended on its own (its cache did not show the
+	// end yet), after the restart that pod's gang already got: a mark on an
+	// earlier generation's pod starts nothing, or two generations would run
+	// side by side, and Muster would rightly release a mix of them.
+	if preemptedByMuster(p) && !g.evicted[p.Name] && generation(p) == g.generation {
 		g.evicted[p.Name] = true
 		g.restartPending = true
+		g.history = append(g.history, fmt.Sprintf("%s seen preempted by Muster at %s (resourceVersion %s)", p.Name, time.Now().Format("15:04:05.000"), p.ResourceVersion))
 	}
 	if !g.restartPending {
 		return restartPlan{}
@@ -468,6 +495,7 @@ func (g *gang) observe(p *corev1.Pod) restartPlan {
 	}
 	g.pods = append(g.pods, pods...)
 	sort.Strings(stale)
+	g.history = append(g.history, fmt.Sprintf("generation %d planned at %s, deleting %v first; pods as last seen: %s", g.generation, time.Now().Format("15:04:05.000"), stale, g.seenNow()))
 	return restartPlan{gen: g.generation, pods: pods, stale: stale}
 }
 
