@@ -20,7 +20,7 @@ import (
 const (
 	// timedGangs is how many gangs the well-behaved tenant times in each
 	// phase; the median of each phase is compared.
-	timedGangs = 11
+	timedGangs = 21
 	// maxSlowdown bounds the well-behaved tenant's median release latency
 	// under attack, as a multiple of the quiet run's.
 	maxSlowdown = 2
