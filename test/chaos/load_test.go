@@ -337,9 +337,12 @@ func (g *gang) markShort(p *corev1.Pod, how string) {
 	history, seen := strings.Join(g.history, "; "), g.seenNow()
 	g.mu.Unlock()
 	why := fmt.Sprintf("%s: pod %s (generation %d, resourceVersion %s, node %q) %s at %s; pods as last seen: %s; restarts: %s",
-		g.name, p.Name, generation(p), p.ResourceVersion, p.Spec.NodeName, how, time.Now().Format("15:04:05.000"), seen, history)
+		g.name, p.Name, generation(p), p.ResourceVersion, p.Spec.NodeName, how, stamp(), seen, history)
 	g.short.CompareAndSwap(nil, &why)
 }
+
+// stamp is the time of day, to the millisecond, as Muster's logs print it.
+func stamp() string { return time.Now().Format("15:04:05.000") }
 
 // seenNow lists what the informer last showed of each of the gang's pods,
 // sorted by name. g.mu is held.
@@ -465,7 +468,7 @@ func (g *gang) observe(p *corev1.Pod) restartPlan {
 	if preemptedByMuster(p) && !g.evicted[p.Name] && generation(p) == g.generation {
 		g.evicted[p.Name] = true
 		g.restartPending = true
-		g.history = append(g.history, fmt.Sprintf("%s seen preempted by Muster at %s (resourceVersion %s)", p.Name, time.Now().Format("15:04:05.000"), p.ResourceVersion))
+		g.history = append(g.history, fmt.Sprintf("%s seen preempted by Muster at %s (resourceVersion %s)", p.Name, stamp(), p.ResourceVersion))
 	}
 	if !g.restartPending {
 		return restartPlan{}
@@ -495,7 +498,7 @@ func (g *gang) observe(p *corev1.Pod) restartPlan {
 	}
 	g.pods = append(g.pods, pods...)
 	sort.Strings(stale)
-	g.history = append(g.history, fmt.Sprintf("generation %d planned at %s, deleting %v first; pods as last seen: %s", g.generation, time.Now().Format("15:04:05.000"), stale, g.seenNow()))
+	g.history = append(g.history, fmt.Sprintf("generation %d planned at %s, deleting %v first; pods as last seen: %s", g.generation, stamp(), stale, g.seenNow()))
 	return restartPlan{gen: g.generation, pods: pods, stale: stale}
 }
 

@@ -341,8 +341,7 @@ func (s *webhookServer) bounded(next http.Handler) http.Handler {
 					case <-r.Context().Done():
 					}
 					pace.Stop()
-					w.Header().Set("Retry-After", "1")
-					pods.WriteStatus(w, http.StatusServiceUnavailable, err.Error())
+					fallthrough
 				case errors.Is(err, errOverBudget):
 					w.Header().Set("Retry-After", "1")
 					pods.WriteStatus(w, http.StatusServiceUnavailable, err.Error())
